@@ -1,0 +1,1 @@
+"""sparkstation inference core: protocol, server, client, engine, backends, edits, workspace, detectors."""

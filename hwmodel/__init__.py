@@ -1,0 +1,1 @@
+"""Hardware and model performance model: specs, prediction, calibration, local probe."""

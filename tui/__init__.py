@@ -1,0 +1,1 @@
+"""The Textual app: screens, widgets, key bindings. No business logic lives here."""
