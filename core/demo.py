@@ -1,0 +1,66 @@
+"""The offline demo: a small invoicing project written into a folder and made a git repo.
+
+The shipped cassettes (`core/cassettes/demo.jsonl`) hold recorded answers against exactly
+these files, so `spark demo` shows real edits streaming in with no network.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+DEMO_SOURCE = Path(__file__).with_name("demo_project")
+_SKIP = {"__pycache__", ".pytest_cache"}
+
+
+class DemoError(Exception):
+    """The demo folder cannot be written (not empty, not a folder)."""
+
+
+def demo_files() -> dict[str, str]:
+    """Relative path -> content of every file of the demo project."""
+    files: dict[str, str] = {}
+    for path in sorted(DEMO_SOURCE.rglob("*")):
+        rel = path.relative_to(DEMO_SOURCE)
+        if path.is_file() and not _SKIP.intersection(rel.parts) and path.suffix != ".pyc":
+            files[rel.as_posix()] = path.read_text(encoding="utf-8")
+    return files
+
+
+def write_demo(target: Path | None = None, *, git: bool = True) -> Path:
+    """Write the demo project into `target` (a new temp folder when None) and commit it."""
+    if target is None:
+        target = Path(tempfile.mkdtemp(prefix="spark-demo-"))
+    target = target.expanduser().resolve()
+    if target.exists() and not target.is_dir():
+        raise DemoError(f"{target} exists and is not a folder")
+    if target.exists() and any(target.iterdir()):
+        raise DemoError(f"{target} is not empty; pick a new or empty folder for the demo")
+    target.mkdir(parents=True, exist_ok=True)
+    for rel, content in demo_files().items():
+        dest = target / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(content, encoding="utf-8")
+    (target / ".gitignore").write_text("__pycache__/\n.spark/\n.pytest_cache/\n", encoding="utf-8")
+    if git:
+        _init_repo(target)
+    return target
+
+
+def _init_repo(root: Path) -> None:
+    import git  # gitpython; imported here so `spark --help` stays fast
+
+    repo = git.Repo.init(root, initial_branch="main")
+    with repo.config_writer() as cfg:
+        # A local identity so the demo commits on machines with no global git config.
+        if not repo.config_reader().has_option("user", "email"):
+            cfg.set_value("user", "name", "sparkstation demo")
+            cfg.set_value("user", "email", "demo@sparkstation.invalid")
+    repo.git.add(all=True)
+    repo.index.commit("invoicer: initial import")
+
+
+def remove_demo(root: Path) -> None:
+    """Delete a demo folder written by write_demo (used by tests and `--cleanup`)."""
+    shutil.rmtree(root, ignore_errors=True)
