@@ -16,8 +16,6 @@ from core.cli_support import CliError
 # subcommand -> module that defines `register(subparsers)` for it
 SUBCOMMANDS: dict[str, str] = {
     "demo": "tui.commands",
-    "race": "tui.commands",
-    "vary": "tui.commands",
     "core": "core.cli",
     "hw": "hwmodel.cli",
     "dups": "core.detectors.cli",
@@ -25,7 +23,6 @@ SUBCOMMANDS: dict[str, str] = {
     "apply": "core.edits.cli",
     "undo": "core.workspace.cli",
     "context": "core.context.cli",
-    "report": "tui.commands",
 }
 
 

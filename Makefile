@@ -1,0 +1,34 @@
+# sparkstation: `make run` opens the offline demo, `make test` runs the suite, `make bench` the benchmarks.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test bench install tools clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# tmux drives the real-terminal end-to-end test; install it when missing and we can.
+tools:
+	@command -v tmux >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    (apt-get update -qq && apt-get install -y -qq tmux) >/dev/null 2>&1 || echo "warning: could not install tmux"; \
+	  else echo "warning: tmux missing (the real-terminal test needs it)"; fi; }
+
+run: $(STAMP)
+	$(BIN)/spark demo
+
+test: $(STAMP) tools
+	$(BIN)/python -m pytest -n 2 --dist loadgroup
+
+bench: $(STAMP)
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -1,0 +1,114 @@
+"""The streaming diff view: one widget per hunk plus the block being written.
+
+Hunks are added and updated by id, never re-rendered wholesale, so a long answer streaming
+at thousands of tokens per second costs one small repaint per frame.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from tui.widgets.diff_render import render_hunk, render_pending
+
+
+class HunkView(Static):
+    """One hunk of the proposal, with its state."""
+
+    DEFAULT_CSS = """
+    HunkView { padding: 0 1; margin: 0 0 1 0; border-left: wide $panel; }
+    HunkView.-current { border-left: wide $accent; background: $boost; }
+    """
+
+    def __init__(self, hunk_id: str) -> None:
+        super().__init__("")
+        self.hunk_id = hunk_id
+        self._key: tuple | None = None
+
+    def show(self, hunk, state: str, index: int, total: int, badges: str) -> None:
+        key = (id(hunk), state, index, total, badges)
+        if key != self._key:  # repaint only what changed
+            self._key = key
+            self.update(render_hunk(hunk, state, index, total, badges))
+
+
+class DiffView(VerticalScroll, can_focus=True):
+    """All hunks of the current answer, the pending block, and notes about the answer."""
+
+    DEFAULT_CSS = """
+    DiffView { height: 1fr; border: round $panel; }
+    DiffView:focus { border: round $accent; }
+    DiffView > #notes { color: $text-muted; padding: 0 1; }
+    DiffView > #pending { padding: 0 1; border-left: wide $warning; }
+    """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._views: dict[str, HunkView] = {}
+        self._order: list[str] = []
+        self.current = 0
+
+    def compose(self):
+        yield Static(Text("Type a request below and press Enter.", style="dim"), id="notes")
+        yield Static("", id="pending")
+
+    def on_mount(self) -> None:
+        self.query_one("#pending").display = False
+
+    # -- content -----------------------------------------------------------------------------
+    def reset(self, note: str = "") -> None:
+        for view in self._views.values():
+            view.remove()
+        self._views.clear()
+        self._order = []
+        self.current = 0
+        self.set_notes(note)
+        self.set_pending(None)
+
+    def set_notes(self, note: str | Text) -> None:
+        self.query_one("#notes", Static).update(note)
+
+    def set_pending(self, pending) -> None:
+        widget = self.query_one("#pending", Static)
+        if pending is None:
+            widget.display = False
+            return
+        widget.update(render_pending(pending))
+        widget.display = True
+
+    def sync(self, hunks: list, states: dict[str, str], badges: dict[str, str] | None = None) -> None:
+        """Make the hunk widgets match `hunks` (by id), mounting only new ones."""
+        badges = badges or {}
+        ids = [h.id for h in hunks]
+        for gone in [hid for hid in self._views if hid not in ids]:
+            self._views.pop(gone).remove()
+        pending = self.query_one("#pending")
+        for hunk in hunks:
+            if hunk.id not in self._views:
+                view = HunkView(hunk.id)
+                self._views[hunk.id] = view
+                self.mount(view, before=pending)
+        self._order = ids
+        total = len(ids)
+        for index, hunk in enumerate(hunks, start=1):
+            self._views[hunk.id].show(hunk, states.get(hunk.id, "proposed"), index, total, badges.get(hunk.id, ""))
+        if self._order:
+            self.current = min(self.current, len(self._order) - 1)
+        self._mark_current()
+
+    # -- navigation --------------------------------------------------------------------------
+    @property
+    def current_id(self) -> str | None:
+        return self._order[self.current] if self._order else None
+
+    def select(self, index: int) -> None:
+        if not self._order:
+            return
+        self.current = max(0, min(index, len(self._order) - 1))
+        self._mark_current()
+        self._views[self._order[self.current]].scroll_visible(animate=False)
+
+    def _mark_current(self) -> None:
+        for position, hid in enumerate(self._order):
+            self._views[hid].set_class(position == self.current, "-current")

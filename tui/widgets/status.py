@@ -1,0 +1,40 @@
+"""The status bar: profile, live speed, connection state and the last answer's timings."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.reactive import reactive
+from textual.widgets import Static
+
+LIGHTNING = "\u26a1"
+BRAIN = "\U0001f9e0"
+
+
+class StatusBar(Static):
+    """One line at the bottom of the main screen; fields are set by the app."""
+
+    profile: reactive[str] = reactive("spark")
+    connection: reactive[str] = reactive("connecting")
+    tokens: reactive[int] = reactive(0)
+    tokens_per_s: reactive[float | None] = reactive(None)
+    ttft_ms: reactive[float | None] = reactive(None)
+    streaming: reactive[bool] = reactive(False)
+    note: reactive[str] = reactive("")
+    extra: reactive[str] = reactive("")
+
+    def render(self) -> Text:
+        text = Text()
+        mark = LIGHTNING if self.profile == "spark" else BRAIN
+        text.append(f" {mark} {self.profile} ", style="bold reverse")
+        text.append("  ")
+        conn_style = "green" if self.connection == "connected" else "yellow"
+        text.append(f"core: {self.connection}", style=conn_style)
+        rate = f"{self.tokens_per_s:,.0f} tok/s" if self.tokens_per_s else "- tok/s"
+        ttft = f"TTFT {self.ttft_ms:,.0f} ms" if self.ttft_ms is not None else "TTFT -"
+        live = " (streaming)" if self.streaming else ""
+        text.append(f"  {rate}  {ttft}  {self.tokens} tok{live}")
+        if self.extra:
+            text.append(f"  {self.extra}")
+        if self.note:
+            text.append(f"  {self.note}", style="italic")
+        return text
