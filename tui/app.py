@@ -18,6 +18,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Input, Static
 
 from core.session import AnswerRun, open_workspace
+from themes import DEFAULT_THEME, register_themes
 from tui.widgets.diff_view import DiffView
 from tui.widgets.status import StatusBar
 
@@ -59,7 +60,8 @@ class SparkApp(App):
         self._dirty = False
         self._rebuild_needed = False
         self._rebuilding = False
-        self._requested_theme = theme
+        register_themes(self)
+        self.theme = theme or DEFAULT_THEME
 
     # -- layout ------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:

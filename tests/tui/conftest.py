@@ -1,0 +1,39 @@
+"""Fixtures for driving the real app: a demo project and an embedded core on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from core.demo import write_demo
+
+
+@pytest.fixture
+def demo_root(tmp_path, monkeypatch):
+    # keep user-level config out of the tests
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    return write_demo(tmp_path / "demo")
+
+
+@pytest.fixture
+def core_url(demo_root):
+    from core.embedded import EmbeddedCore
+
+    core = EmbeddedCore(project_root=demo_root)
+    url = core.start()
+    yield url
+    core.stop()
+
+
+async def wait_for(pilot, condition, timeout: float = 15.0, what: str = "condition") -> None:
+    """Let the app run until `condition()` holds (the app, not the test, sets the pace)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await pilot.pause(0.05)
+    await asyncio.sleep(0)
