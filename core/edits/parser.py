@@ -1,0 +1,416 @@
+"""Streaming parser for the edit formats a model answer may use.
+
+Why line-based: the parser only ever acts on *complete* lines and keeps the partial last
+line in a buffer, so feeding a stream in chunks of any size (down to one character)
+gives exactly the edits the whole text gives at once.  The partial line is still shown
+in `pending`, so the app can draw the block being written live.
+
+Formats (several per answer, several files):
+- SEARCH/REPLACE: a path line, then `<<<<<<< SEARCH`, old lines, `=======`, new lines,
+  `>>>>>>> REPLACE`.  The path may sit before a ``` fence or inside it; with no path the
+  previous block's path is reused (models do that for several blocks in one file).
+- unified diff in a ```diff fence: `--- a/x`, `+++ b/x`, `@@ ... @@` hunks; each hunk
+  becomes one edit (context + removed lines -> context + added lines).
+- whole file: a fenced block right after a path line (or with the path in the fence's
+  info string) that holds no SEARCH/REPLACE block; meant for new files.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+SEARCH_RE = re.compile(r"^\s*<{5,9} ?SEARCH\s*>?\s*$")
+DIVIDER_RE = re.compile(r"^\s*={5,9}\s*$")
+REPLACE_RE = re.compile(r"^\s*>{5,9} ?REPLACE\s*<?\s*$")
+FENCE_RE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([^`]*?)\s*$")
+HUNK_HEADER_RE = re.compile(r"^@@.*@@")
+DIFF_LANGS = {"diff", "patch", "udiff"}
+
+# Words that appear alone before a fence but are not file names.
+_NOT_PATHS = {
+    "python", "py", "diff", "patch", "bash", "sh", "shell", "console", "text", "txt",
+    "json", "yaml", "toml", "javascript", "js", "typescript", "ts", "rust", "go", "c",
+    "cpp", "java", "html", "css", "sql", "markdown", "md", "plaintext", "udiff", "ini",
+}
+_BARE_NAMES = {"Makefile", "Dockerfile", "LICENSE", "README", "Procfile", "Justfile"}
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One complete edit: replace `search` (exact old lines) by `replace` in `path`."""
+
+    path: str
+    search: str
+    replace: str
+    kind: str  # "search_replace" | "udiff" | "whole_file"
+
+
+@dataclass(frozen=True)
+class PendingEdit:
+    """The block being written right now, for live display (may end mid-line)."""
+
+    path: str | None
+    search: str
+    replace: str
+    kind: str
+    stage: str  # "path" | "search" | "replace"
+
+
+@dataclass(frozen=True)
+class ParseError:
+    """A malformed block: where it started and what is wrong with it."""
+
+    line: int  # 1-based line of the answer where the block started
+    path: str | None
+    message: str
+
+
+def clean_path(line: str) -> str | None:
+    """The file name a line names, or None when the line is not just a path.
+
+    Tolerates the decorations models add: `**foo.py**`, `` `foo.py` ``, `# foo.py`,
+    `foo.py:`, `File: foo.py`.
+    """
+    s = line.strip()
+    if not s or len(s) > 260:
+        return None
+    for prefix in ("file:", "filename:", "path:"):
+        if s.lower().startswith(prefix):
+            s = s[len(prefix):].strip()
+    s = s.lstrip("#").strip()
+    s = s.strip("*").strip("`").strip().rstrip(":").strip().strip("`").strip("*").strip()
+    if not s or any(ch.isspace() for ch in s) or s.lower() in _NOT_PATHS:
+        return None
+    if s.startswith(("<", "=", ">", "-", "+", "@")) or s.endswith((".", ",", ";", "!")):
+        return None
+    name = s.rsplit("/", 1)[-1]
+    if "." in name.strip(".") or "/" in s or name in _BARE_NAMES:
+        return s.removeprefix("./")
+    return None
+
+
+def _diff_path(rest: str) -> str | None:
+    """The path from a `--- a/x` / `+++ b/x` header line (None for /dev/null)."""
+    p = rest.strip().split("\t", 1)[0].strip()
+    if p == "/dev/null" or not p:
+        return None
+    if p[:2] in ("a/", "b/"):
+        p = p[2:]
+    return p
+
+
+@dataclass
+class _Block:
+    """Mutable state of the SEARCH/REPLACE block being read."""
+
+    path: str | None
+    start_line: int
+    stage: str = "search"
+    search: list[str] = field(default_factory=list)
+    replace: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Fence:
+    """Mutable state of an open ``` fence outside any SEARCH/REPLACE block."""
+
+    marker: str
+    start_line: int
+    is_diff: bool
+    path: str | None  # path named before the fence or in its info string
+    body: list[str] = field(default_factory=list)
+    had_block: bool = False
+    # unified-diff state
+    old_path: str | None = None
+    new_path: str | None = None
+    in_hunk: bool = False
+    hunk_start: int = 0
+    hunk_old: list[str] = field(default_factory=list)
+    hunk_new: list[str] = field(default_factory=list)
+    new_file: list[str] = field(default_factory=list)  # body of a --- /dev/null diff
+
+
+class StreamingParser:
+    """Turns a streamed model answer into `Edit`s as soon as each one is complete."""
+
+    def __init__(self) -> None:
+        self.errors: list[ParseError] = []
+        self._buf = ""
+        self._line_no = 0
+        self._prev_line = ""  # last non-blank complete line seen outside a block
+        self._last_path: str | None = None
+        self._block: _Block | None = None
+        self._fence: _Fence | None = None
+        self._finished = False
+
+    # -- public API ---------------------------------------------------------------
+    def feed(self, chunk: str) -> list[Edit]:
+        """Consume a chunk; return the edits that this chunk completed."""
+        if self._finished:
+            raise RuntimeError("StreamingParser.feed() after finish()")
+        self._buf += chunk
+        if "\n" not in chunk:
+            return []
+        *lines, self._buf = self._buf.split("\n")
+        out: list[Edit] = []
+        for line in lines:
+            self._line_no += 1
+            out.extend(self._line(line.removesuffix("\r")))
+        return out
+
+    def finish(self) -> list[Edit]:
+        """Flush the last partial line; record any block left open as an error."""
+        if self._finished:
+            return []
+        out: list[Edit] = []
+        if self._buf:
+            self._line_no += 1
+            out.extend(self._line(self._buf.removesuffix("\r")))
+            self._buf = ""
+        if self._block is not None:
+            b = self._block
+            where = "=======" if b.stage == "search" else ">>>>>>> REPLACE"
+            self.errors.append(ParseError(
+                b.start_line, b.path,
+                f"SEARCH/REPLACE block for {b.path or '?'} (line {b.start_line}) ended "
+                f"without its {where} line; the answer was probably cut off"))
+            self._block = None
+        if self._fence is not None:
+            f = self._fence
+            if f.is_diff:
+                out.extend(self._close_diff_file(f, complete=False))
+            elif f.path and not f.had_block and f.body:
+                self.errors.append(ParseError(
+                    f.start_line, f.path,
+                    f"whole-file block for {f.path} (line {f.start_line}) has no closing "
+                    f"fence; not applied because the file may be cut off"))
+            self._fence = None
+        self._finished = True
+        return out
+
+    @property
+    def pending(self) -> PendingEdit | None:
+        """The block being written now, including the partial current line."""
+        tail = self._buf
+        b = self._block
+        if b is not None:
+            if b.stage == "search":
+                return PendingEdit(b.path, _join(b.search) + tail, "", "search_replace",
+                                   "search")
+            return PendingEdit(b.path, _join(b.search), _join(b.replace) + tail,
+                               "search_replace", "replace")
+        f = self._fence
+        if f is None:
+            return None
+        if f.is_diff:
+            if f.in_hunk:
+                return PendingEdit(f.new_path or f.old_path, _join(f.hunk_old),
+                                   _join(f.hunk_new), "udiff", "replace")
+            if f.new_file:
+                return PendingEdit(f.new_path, "", _join(f.new_file), "udiff", "replace")
+            return PendingEdit(f.new_path or f.old_path, "", "", "udiff", "path")
+        if f.path and not f.had_block:
+            return PendingEdit(f.path, "", _join(f.body) + tail, "whole_file",
+                               "replace" if f.body or tail else "path")
+        return None
+
+    # -- line state machine ---------------------------------------------------------
+    def _line(self, line: str) -> list[Edit]:
+        if self._block is not None:
+            return self._block_line(line)
+        f = self._fence
+        if f is not None and f.is_diff:
+            return self._diff_line(f, line)
+        if SEARCH_RE.match(line):
+            self._open_block()
+            return []
+        if REPLACE_RE.match(line) and (f is None or not f.path or f.had_block):
+            self.errors.append(ParseError(self._line_no, None,
+                                          f"line {self._line_no}: >>>>>>> REPLACE without "
+                                          f"a <<<<<<< SEARCH before it"))
+            return []
+        m = FENCE_RE.match(line)
+        if f is not None:
+            if m and m.group(3) == "" and _closes(f.marker, m.group(2)):
+                self._fence = None
+                self._remember(line)
+                if f.path and not f.had_block and f.body:
+                    self._last_path = f.path
+                    return [Edit(f.path, "", _join(f.body), "whole_file")]
+                return []
+            if not f.had_block:
+                f.body.append(line)
+            self._remember(line)
+            return []
+        if m:
+            info = m.group(3)
+            lang = info.split()[0].lower() if info else ""
+            info_path = next((p for p in (clean_path(w) for w in info.split()) if p), None)
+            if lang in DIFF_LANGS:
+                self._fence = _Fence(m.group(2), self._line_no, True, None)
+            else:
+                path = info_path or clean_path(self._prev_line)
+                self._fence = _Fence(m.group(2), self._line_no, False, path)
+            self._prev_line = ""
+            return []
+        self._remember(line)
+        return []
+
+    def _remember(self, line: str) -> None:
+        if line.strip():
+            self._prev_line = line
+
+    def _open_block(self) -> None:
+        f = self._fence
+        path = clean_path(self._prev_line)
+        if path is None and f is not None and f.path:
+            path = f.path
+        if path is None:
+            path = self._last_path
+        if f is not None:
+            f.had_block = True
+            f.body.clear()
+        if path is None:
+            self.errors.append(ParseError(self._line_no, None,
+                                          f"line {self._line_no}: <<<<<<< SEARCH block "
+                                          f"without a file path line before it"))
+        self._block = _Block(path, self._line_no)
+
+    def _block_line(self, line: str) -> list[Edit]:
+        b = self._block
+        assert b is not None
+        if b.stage == "search":
+            if DIVIDER_RE.match(line):
+                b.stage = "replace"
+            elif SEARCH_RE.match(line):
+                self.errors.append(ParseError(b.start_line, b.path,
+                                              f"line {self._line_no}: a second <<<<<<< SEARCH"
+                                              f" before ======= in the block for "
+                                              f"{b.path or '?'}; the first block was dropped"))
+                self._block = _Block(b.path, self._line_no)
+            else:
+                b.search.append(line)
+            return []
+        if REPLACE_RE.match(line):
+            self._block = None
+            self._prev_line = ""
+            if b.path is None:
+                return []  # already recorded as an error when the block opened
+            self._last_path = b.path
+            return [Edit(b.path, _join(b.search), _join(b.replace), "search_replace")]
+        if DIVIDER_RE.match(line) and not b.replace:
+            # a doubled divider is a common model slip; the replacement starts after it
+            return []
+        b.replace.append(line)
+        return []
+
+    # -- unified diffs -----------------------------------------------------------
+    def _diff_line(self, f: _Fence, line: str) -> list[Edit]:
+        m = FENCE_RE.match(line)
+        if m and m.group(3) == "" and _closes(f.marker, m.group(2)):
+            out = self._close_diff_file(f, complete=True)
+            self._fence = None
+            self._prev_line = ""
+            return out
+        if line.startswith("--- ") and not (f.in_hunk and _is_removed_dashes(line)):
+            out = self._close_diff_file(f, complete=True)
+            f.old_path = _diff_path(line[4:]) or "/dev/null"
+            f.new_path = None
+            return out
+        if line.startswith("+++ ") and f.new_path is None and f.old_path is not None \
+                and not f.in_hunk:
+            f.new_path = _diff_path(line[4:])
+            return []
+        if HUNK_HEADER_RE.match(line):
+            out = self._close_hunk(f)
+            f.in_hunk = True
+            f.hunk_start = self._line_no
+            return out
+        if not f.in_hunk:
+            return []  # "diff --git", "index ..." and prose between files
+        tag, body = (line[:1], line[1:]) if line else (" ", "")
+        if f.old_path == "/dev/null":
+            if tag == "+" or tag == " ":
+                f.new_file.append(body)
+            return []
+        if tag == " ":
+            f.hunk_old.append(body)
+            f.hunk_new.append(body)
+        elif tag == "-":
+            f.hunk_old.append(body)
+        elif tag == "+":
+            f.hunk_new.append(body)
+        elif tag == "\\":
+            pass  # "\ No newline at end of file"
+        else:
+            # models often drop the leading space of an unchanged line
+            f.hunk_old.append(line)
+            f.hunk_new.append(line)
+        return []
+
+    def _close_hunk(self, f: _Fence) -> list[Edit]:
+        if not f.in_hunk or f.old_path == "/dev/null":
+            return []
+        f.in_hunk = False
+        old, new = f.hunk_old, f.hunk_new
+        f.hunk_old, f.hunk_new = [], []
+        path = f.new_path or (None if f.old_path == "/dev/null" else f.old_path)
+        if path is None:
+            self.errors.append(ParseError(f.hunk_start, None,
+                                          f"line {f.hunk_start}: diff hunk without "
+                                          f"---/+++ file headers"))
+            return []
+        if f.new_path is None and f.old_path not in (None, "/dev/null"):
+            self.errors.append(ParseError(f.hunk_start, f.old_path,
+                                          f"diff deletes {f.old_path}; deleting files "
+                                          f"is not supported, delete it yourself"))
+            return []
+        if old == new:
+            return []
+        self._last_path = path
+        return [Edit(path, _join(old), _join(new), "udiff")]
+
+    def _close_diff_file(self, f: _Fence, *, complete: bool) -> list[Edit]:
+        if not complete:
+            if f.in_hunk or f.new_file:
+                self.errors.append(ParseError(f.hunk_start, f.new_path or f.old_path,
+                                              f"diff for {f.new_path or f.old_path or '?'} "
+                                              f"has no closing fence; its last hunk may be "
+                                              f"cut off and was not applied"))
+            f.in_hunk = False
+            f.new_file = []
+            return []
+        if f.old_path == "/dev/null":
+            f.in_hunk = False
+            body, f.new_file = f.new_file, []
+            if f.new_path is None:
+                return []
+            self._last_path = f.new_path
+            return [Edit(f.new_path, "", _join(body), "udiff")] if body else []
+        return self._close_hunk(f)
+
+
+def _is_removed_dashes(line: str) -> bool:
+    """Inside a hunk, `--- x` is a removed line starting with '-- ' unless a +++ follows.
+
+    We cannot look ahead in a stream, so a hunk line `--- ` is treated as a file header
+    only when it looks like one (has a path-ish word and no code punctuation)."""
+    rest = line[4:].strip()
+    return not rest or clean_path(rest.split("\t")[0]) is None and rest != "/dev/null"
+
+
+def _closes(opening: str, candidate: str) -> bool:
+    return candidate[0] == opening[0] and len(candidate) >= len(opening)
+
+
+def _join(lines: list[str]) -> str:
+    return "".join(line + "\n" for line in lines)
+
+
+def parse_edits(text: str) -> list[Edit]:
+    """All edits of a complete answer (errors are dropped; use StreamingParser to see them)."""
+    p = StreamingParser()
+    edits = p.feed(text)
+    edits.extend(p.finish())
+    return edits

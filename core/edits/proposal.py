@@ -1,0 +1,205 @@
+"""From parsed edits to a reviewable proposal, and from accepted hunks to disk.
+
+Why a proposal object: the app shows hunks while the answer still streams, the user
+accepts any subset, and the files may change underneath meanwhile; the proposal keeps
+the base it was computed against (text + fingerprint) so nothing unseen is overwritten.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from core.edits.hunks import Hunk, apply_hunks, make_hunks, rebase_hunk
+from core.edits.match import MatchError, find, reindent, split_lines
+from core.edits.parser import Edit
+from core.workspace.files import Workspace, WorkspaceError
+
+
+@dataclass
+class EditError:
+    """An edit (or a file) that could not be used, with a reason the user can act on."""
+
+    path: str
+    message: str
+
+
+@dataclass
+class FileProposal:
+    """All proposed changes to one file, as hunks against the text it had when read."""
+
+    path: str
+    old_text: str
+    new_text: str
+    hunks: list[Hunk]
+    is_new: bool
+    base_fingerprint: str
+
+    def result_text(self, accepted: set[str] | None = None) -> str:
+        return apply_hunks(self.old_text, self.hunks, accepted)
+
+    def check(self, ws: Workspace) -> str:
+        """"fresh" (file unchanged), "rebased" (changed, every hunk still places) or
+        "stale" (changed and some hunk lost its context, or the file became unreadable)."""
+        try:
+            text, fp, _ = ws.snapshot(self.path)
+        except WorkspaceError:
+            return "stale"
+        if fp == self.base_fingerprint:
+            return "fresh"
+        moved, failed = self.rebase(text)
+        return "stale" if failed else "rebased"
+
+    def rebase(self, current_text: str, ids: set[str] | None = None
+               ) -> tuple[list[Hunk], list[str]]:
+        """The hunks (or those in ids) moved onto current_text, and the ids that could not be."""
+        lines = current_text.splitlines(keepends=True)
+        moved, failed = [], []
+        for h in self.hunks:
+            if ids is not None and h.id not in ids:
+                continue
+            r = rebase_hunk(h, lines)
+            (failed.append(h.id) if r is None else moved.append(r))
+        return moved, failed
+
+
+@dataclass
+class ApplyResult:
+    written: list[str]
+    refused: list[EditError]
+    change_id: str | None
+    commit: str | None = None
+    commit_error: str | None = None
+
+
+@dataclass
+class Proposal:
+    files: list[FileProposal]
+    errors: list[EditError] = field(default_factory=list)
+
+    @property
+    def hunks(self) -> list[Hunk]:
+        return [h for f in self.files for h in f.hunks]
+
+    def file(self, path: str) -> FileProposal:
+        for f in self.files:
+            if f.path == path:
+                return f
+        raise KeyError(path)
+
+    def result_text(self, path: str, accepted: set[str]) -> str:
+        """The file content implied by accepting exactly these hunk ids."""
+        return self.file(path).result_text(accepted)
+
+    def status(self, ws: Workspace) -> dict[str, str]:
+        """path -> "fresh" | "rebased" | "stale" for every file of the proposal."""
+        return {f.path: f.check(ws) for f in self.files}
+
+    def is_stale(self, ws: Workspace) -> bool:
+        return any(s == "stale" for s in self.status(ws).values())
+
+
+def apply_edit_to_text(text: str, edit: Edit, path: str) -> str:
+    """text with one edit applied; MatchError when its SEARCH text cannot be placed."""
+    if edit.kind == "whole_file":
+        return edit.replace
+    search = split_lines(edit.search)
+    if not search or not "".join(search).strip():
+        if not text.strip():
+            return edit.replace
+        # an empty SEARCH on an existing file appends, as models use it for additions
+        sep = "" if text.endswith("\n") else "\n"
+        return text + sep + edit.replace
+    lines = text.splitlines(keepends=True)
+    bare = [s.rstrip("\n") for s in lines]
+    m = find(bare, search, path=path)
+    replace = reindent(split_lines(edit.replace), m)
+    new_block = [s + "\n" for s in replace]
+    if m.end == len(lines) and lines and not lines[-1].endswith("\n") and new_block:
+        new_block[-1] = new_block[-1].rstrip("\n")
+    return "".join(lines[:m.start] + new_block + lines[m.end:])
+
+
+def build_proposal(ws: Workspace, edits: list[Edit]) -> Proposal:
+    """Compose the edits per file (in order) against the files as they are now.
+
+    A bad edit becomes an EditError; later edits to the same file and edits to other
+    files still apply.
+    """
+    order: list[str] = []
+    by_path: dict[str, list[Edit]] = {}
+    errors: list[EditError] = []
+    for e in edits:
+        try:
+            rel = ws.relpath(e.path)
+        except WorkspaceError as exc:
+            errors.append(EditError(e.path, str(exc)))
+            continue
+        if rel not in by_path:
+            order.append(rel)
+            by_path[rel] = []
+        by_path[rel].append(e)
+    files: list[FileProposal] = []
+    for rel in order:
+        try:
+            old, fp, exists = ws.snapshot(rel)
+        except WorkspaceError as exc:
+            errors.append(EditError(rel, str(exc)))
+            continue
+        text = old
+        for e in by_path[rel]:
+            try:
+                text = apply_edit_to_text(text, e, rel)
+            except MatchError as exc:
+                errors.append(EditError(rel, str(exc)))
+        if text == old and exists:
+            continue
+        files.append(FileProposal(rel, old, text, make_hunks(rel, old, text), not exists, fp))
+    return Proposal(files, errors)
+
+
+def apply_proposal(ws: Workspace, proposal: Proposal, accepted: set[str], *,
+                   message: str = "", commit: bool = True) -> ApplyResult:
+    """Write the accepted hunks through the workspace (journalled, atomic, committed).
+
+    A file unchanged since the proposal is written as proposed; one changed underneath
+    gets its accepted hunks re-based onto the new content when their context still
+    matches, and is refused with the reason otherwise.
+    """
+    from core.workspace.changes import apply_change, prepare
+
+    records = []
+    refused: list[EditError] = []
+    chosen: list[str] = []
+    for fp in proposal.files:
+        ids = {h.id for h in fp.hunks if h.id in accepted}
+        if not ids:
+            continue
+        try:
+            current, cur_fp, exists = ws.snapshot(fp.path)
+            if cur_fp == fp.base_fingerprint:
+                new_text = fp.result_text(ids)
+            elif fp.is_new and exists:
+                raise WorkspaceError(f"{fp.path} was created by someone else after the "
+                                     f"proposal; not overwritten")
+            else:
+                moved, failed = fp.rebase(current, ids)
+                if failed:
+                    raise WorkspaceError(
+                        f"{fp.path} changed on disk after the proposal and "
+                        f"{len(failed)} accepted hunk(s) no longer match its content "
+                        f"({', '.join(failed)}); refused, nothing written")
+                try:
+                    new_text = apply_hunks(current, moved)
+                except ValueError as exc:
+                    raise WorkspaceError(f"{fp.path}: {exc}; refused") from None
+            if fp.is_new and not new_text:
+                continue
+            records.append(prepare(ws, fp.path, new_text))
+            chosen.extend(sorted(ids))
+        except WorkspaceError as exc:
+            refused.append(EditError(fp.path, str(exc)))
+    if not records:
+        return ApplyResult([], refused, None)
+    res = apply_change(ws, records, message=message, commit=commit, hunks=chosen)
+    refused.extend(EditError(p, why) for p, why in res.refused)
+    return ApplyResult(res.written, refused, res.change_id, res.commit, res.commit_error)

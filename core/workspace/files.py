@@ -1,0 +1,242 @@
+"""The workspace: the only code that reads and writes the user's files for edits.
+
+Why one gatekeeper: every refusal (outside the root, `.git/`, binary, too big, denied by
+the user's globs) and every guarantee (atomic replace, mode, encoding, newline style
+and final newline kept) lives in one place, so no caller can write around them.
+Text handed in and out always uses "\\n"; the file's own newline style is restored on
+write.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Sequence
+
+TEMP_SUFFIX = ".spark-tmp"
+SPARK_DIR = ".spark"
+_SNIFF = 8192
+
+
+class WorkspaceError(Exception):
+    """A refused path or an unreadable/unwritable file, with the reason."""
+
+
+@dataclass(frozen=True)
+class FileFormat:
+    """How a file is stored on disk, so a rewrite keeps it."""
+
+    encoding: str = "utf-8"  # "utf-8", "utf-8-sig" or "latin-1"
+    newline: str = "\n"  # "\n", "\r\n" or "\r"
+    final_newline: bool = True
+    mode: int | None = None  # permission bits, None for a new file
+
+
+def fingerprint_bytes(data: bytes | None) -> str:
+    """A content hash; "absent" for a file that does not exist."""
+    if data is None:
+        return "absent"
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def decode(data: bytes, rel: str) -> tuple[str, FileFormat]:
+    """Bytes to "\\n"-text plus the format to restore; refuses binary content."""
+    if b"\0" in data[:_SNIFF]:
+        raise WorkspaceError(f"{rel}: binary file (contains NUL bytes); not edited")
+    if data.startswith(b"\xef\xbb\xbf"):
+        encoding = "utf-8-sig"
+    else:
+        encoding = "utf-8"
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError:
+        encoding = "latin-1"  # round-trips every byte exactly
+        text = data.decode(encoding)
+    crlf = text.count("\r\n")
+    lone_cr = text.count("\r") - crlf
+    lf = text.count("\n") - crlf
+    newline = "\r\n" if crlf > lf and crlf >= lone_cr else "\r" if lone_cr > lf else "\n"
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    final = text.endswith("\n") if text else True
+    return text, FileFormat(encoding, newline, final)
+
+
+def encode(text: str, fmt: FileFormat, rel: str) -> bytes:
+    """"\\n"-text to bytes in the file's own encoding, newline style and final newline."""
+    if text:
+        if fmt.final_newline and not text.endswith("\n"):
+            text += "\n"
+        elif not fmt.final_newline and text.endswith("\n"):
+            text = text[:-1]
+    if fmt.newline != "\n":
+        text = text.replace("\n", fmt.newline)
+    try:
+        return text.encode(fmt.encoding)
+    except UnicodeEncodeError as exc:
+        raise WorkspaceError(f"{rel}: the new text cannot be stored in the file's "
+                             f"{fmt.encoding} encoding ({exc.reason})") from None
+
+
+class Workspace:
+    """A project folder that edits may read and write, with the user's refusal rules."""
+
+    def __init__(self, root: Path, *, max_bytes: int = 1_000_000,
+                 deny_globs: Sequence[str] = ()) -> None:
+        root = Path(root)
+        if not root.is_dir():
+            raise WorkspaceError(f"{root}: not a folder")
+        self.root: Path = root.resolve()
+        self.max_bytes = max_bytes
+        self.deny_globs = tuple(deny_globs)
+        self._deny = None
+        if self.deny_globs:
+            import pathspec
+
+            self._deny = pathspec.PathSpec.from_lines("gitwildmatch", self.deny_globs)
+
+    # -- paths ---------------------------------------------------------------------
+    def relpath(self, rel: str) -> str:
+        """The normalised root-relative POSIX path for rel (after the same checks)."""
+        return self.resolve(rel).relative_to(self.root).as_posix()
+
+    def resolve(self, rel: str) -> Path:
+        """The real path of rel inside the root; WorkspaceError when it is refused."""
+        if not rel or not rel.strip():
+            raise WorkspaceError("empty path")
+        if "\0" in rel:
+            raise WorkspaceError(f"{rel!r}: path contains a NUL byte")
+        p = PurePosixPath(rel.replace("\\", "/"))
+        if p.is_absolute() or (len(rel) > 1 and rel[1] == ":"):
+            raise WorkspaceError(f"{rel}: absolute paths are refused; use a path "
+                                 f"relative to {self.root}")
+        if ".." in p.parts:
+            raise WorkspaceError(f"{rel}: '..' leads outside the workspace; refused")
+        real = (self.root / Path(*p.parts)).resolve()
+        try:
+            inside = real.relative_to(self.root)
+        except ValueError:
+            raise WorkspaceError(f"{rel}: a symlink leads outside the workspace "
+                                 f"({real}); refused") from None
+        parts = inside.parts
+        if not parts:
+            raise WorkspaceError(f"{rel}: is the workspace root itself")
+        if ".git" in parts:
+            raise WorkspaceError(f"{rel}: inside .git/; refused")
+        if parts[0] == SPARK_DIR:
+            raise WorkspaceError(f"{rel}: inside {SPARK_DIR}/ (sparkstation's own "
+                                 f"journal); refused")
+        if self._deny is not None:
+            for candidate in {p.as_posix(), inside.as_posix()}:
+                if self._deny.match_file(candidate):
+                    raise WorkspaceError(f"{rel}: excluded from edits by the ignore "
+                                         f"rules ({', '.join(self.deny_globs)})")
+        if real.is_dir():
+            raise WorkspaceError(f"{rel}: is a folder, not a file")
+        return real
+
+    # -- reading -----------------------------------------------------------------------
+    def exists(self, rel: str) -> bool:
+        return self.resolve(rel).is_file()
+
+    def read_bytes(self, rel: str) -> bytes | None:
+        """Raw bytes, None for a file that does not exist; refuses oversized files."""
+        path = self.resolve(rel)
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            return None
+        if size > self.max_bytes:
+            raise WorkspaceError(f"{rel}: {size:,} bytes is over the {self.max_bytes:,}-byte "
+                                 f"limit for edits; refused")
+        try:
+            return path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise WorkspaceError(f"{rel}: cannot read ({exc.strerror})") from None
+
+    def read_text(self, rel: str) -> str:
+        """The file as "\\n"-text; "" for a file that does not exist yet."""
+        data = self.read_bytes(rel)
+        return "" if data is None else decode(data, rel)[0]
+
+    def fingerprint(self, rel: str) -> str:
+        """Content hash of the file as it is on disk now ("absent" when missing)."""
+        return fingerprint_bytes(self.read_bytes(rel))
+
+    def snapshot(self, rel: str) -> tuple[str, str, bool]:
+        """(text, fingerprint, exists) read in one go, so they agree with each other."""
+        data = self.read_bytes(rel)
+        if data is None:
+            return "", "absent", False
+        return decode(data, rel)[0], fingerprint_bytes(data), True
+
+    # -- writing -----------------------------------------------------------------------
+    def file_format(self, rel: str) -> FileFormat:
+        path = self.resolve(rel)
+        data = self.read_bytes(rel)
+        if data is None:
+            return FileFormat()
+        fmt = decode(data, rel)[1]
+        return FileFormat(fmt.encoding, fmt.newline, fmt.final_newline,
+                          stat.S_IMODE(path.stat().st_mode))
+
+    def write_text(self, rel: str, text: str) -> None:
+        """Atomically replace (or create) rel with text, keeping the file's format."""
+        fmt = self.file_format(rel)
+        data = encode(text, fmt, rel)
+        if len(data) > self.max_bytes:
+            raise WorkspaceError(f"{rel}: the new content ({len(data):,} bytes) is over "
+                                 f"the {self.max_bytes:,}-byte limit; refused")
+        self.write_bytes_atomic(self.resolve(rel), data, fmt.mode)
+
+    def delete(self, rel: str) -> None:
+        """Remove a file sparkstation created (used by undo of a new file)."""
+        path = self.resolve(rel)
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            return
+        _fsync_dir(path.parent)
+
+    @staticmethod
+    def write_bytes_atomic(path: Path, data: bytes, mode: int | None) -> None:
+        """Temp file in the same folder, fsync, rename over the target, fsync the folder."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.",
+                                   suffix=TEMP_SUFFIX)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            if mode is None:
+                umask = os.umask(0)
+                os.umask(umask)
+                mode = 0o666 & ~umask
+            os.chmod(tmp, mode)
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+            raise
+        _fsync_dir(path.parent)
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
