@@ -1,5 +1,226 @@
 """Protocol v1 between the app and the inference core: JSON text frames over one websocket.
 
-Placeholder module header; the core issue owns and completes this file.
+This module is the single source of truth for the wire format (``docs/protocol.md`` is
+the prose version). Both ends import it, so a field added here is added for both.
+
+Client -> server
+    {"type":"hello","protocol":1}
+    {"type":"generate","id":ID,"profile":NAME,"messages":[{"role":R,"content":C}],"max_tokens":N|null}
+    {"type":"cancel","id":ID}
+    {"type":"steer","id":ID,"text":STR}
+    {"type":"ping","data":ANY}                      (data optional, echoed back)
+
+Server -> client
+    {"type":"welcome","protocol":1,"profiles":[PROFILE...],"server":{...}}
+    {"type":"info","id":ID,"event":STR,...}          (extension: e.g. which cassette replays)
+    {"type":"delta","id":ID,"text":STR,"tokens":N}
+    {"type":"done","id":ID,"reason":"stop"|"length"|"cancelled",
+     "usage":{"prompt_tokens":N,"completion_tokens":N},
+     "timing":{"ttft_ms":X,"tokens_per_s":Y,"predicted":{"ttft_ms":X,"tokens_per_s":Y}},
+     "source":{...}}                                  (timing.predicted and source: extensions)
+    {"type":"error","id":ID|null,"code":STR,"message":STR}
+    {"type":"pong","data":ANY,"server_time":FLOAT}
+
+Validation never raises anything but :class:`ProtocolError`, which carries the error
+code and, when it could be read, the stream id, so the server can answer with an
+``error`` frame and keep the connection (and the other streams) up.
 """
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
 PROTOCOL_VERSION = 1
+MAX_FRAME_BYTES = 1024 * 1024  # frames above this get an error frame (connection stays up)
+MAX_ID_CHARS = 128
+ROLES = ("system", "user", "assistant", "tool")
+DONE_REASONS = ("stop", "length", "cancelled")
+
+# error codes (stable strings: the app may branch on them)
+E_INVALID_JSON = "invalid_json"
+E_UNKNOWN_TYPE = "unknown_type"
+E_INVALID_FIELD = "invalid_field"
+E_FRAME_TOO_LARGE = "frame_too_large"
+E_HELLO_REQUIRED = "hello_required"
+E_PROTOCOL_VERSION = "unsupported_protocol"
+E_UNKNOWN_PROFILE = "unknown_profile"
+E_DUPLICATE_ID = "duplicate_id"
+E_UNKNOWN_ID = "unknown_id"
+E_BUSY = "too_many_streams"
+E_INTERNAL = "internal"
+# backend errors
+E_NO_CASSETTES = "no_cassettes"
+E_AUTH = "auth"
+E_MODEL_NOT_FOUND = "model_not_found"
+E_RATE_LIMITED = "rate_limited"
+E_UPSTREAM = "upstream_error"
+E_CONNECT = "connect_failed"
+E_CONNECT_TIMEOUT = "connect_timeout"
+E_READ_TIMEOUT = "read_timeout"
+E_STREAM_CUT = "stream_cut"
+E_BAD_UPSTREAM = "bad_upstream_response"
+# client-side only (never on the wire): the connection dropped under a stream
+E_DISCONNECTED = "disconnected"
+
+
+class ProtocolError(Exception):
+    """A client frame the server cannot accept; becomes one ``error`` frame."""
+
+    def __init__(self, code: str, message: str, stream_id: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.stream_id = stream_id
+
+
+@dataclass(frozen=True)
+class Hello:
+    protocol: int
+
+
+@dataclass(frozen=True)
+class Generate:
+    id: str
+    profile: str
+    messages: list[dict[str, str]]
+    max_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class Cancel:
+    id: str
+
+
+@dataclass(frozen=True)
+class Steer:
+    id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Ping:
+    data: Any = None
+
+
+ClientFrame = Hello | Generate | Cancel | Steer | Ping
+
+
+def _field(obj: dict, name: str, kind: type | tuple[type, ...], sid: str | None,
+           *, required: bool = True) -> Any:
+    if name not in obj or obj[name] is None:
+        if required:
+            raise ProtocolError(E_INVALID_FIELD, f"missing field '{name}'", sid)
+        return None
+    value = obj[name]
+    # bool is an int subclass; never accept it where a number is meant
+    if isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)):
+        raise ProtocolError(E_INVALID_FIELD, f"field '{name}' must be {_kind_name(kind)}", sid)
+    if not isinstance(value, kind):
+        raise ProtocolError(E_INVALID_FIELD, f"field '{name}' must be {_kind_name(kind)}", sid)
+    return value
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    names = {str: "a string", int: "an integer", list: "a list", dict: "an object"}
+    return " or ".join(names.get(k, k.__name__) for k in kinds)
+
+
+def _stream_id(obj: dict) -> str:
+    sid = obj.get("id")
+    if not isinstance(sid, str) or not sid:
+        raise ProtocolError(E_INVALID_FIELD, "field 'id' must be a non-empty string", None)
+    if len(sid) > MAX_ID_CHARS:
+        raise ProtocolError(E_INVALID_FIELD, f"field 'id' is longer than {MAX_ID_CHARS}", None)
+    return sid
+
+
+def _messages(value: Any, sid: str) -> list[dict[str, str]]:
+    if not isinstance(value, list) or not value:
+        raise ProtocolError(E_INVALID_FIELD, "field 'messages' must be a non-empty list", sid)
+    out: list[dict[str, str]] = []
+    for i, msg in enumerate(value):
+        if not isinstance(msg, dict):
+            raise ProtocolError(E_INVALID_FIELD, f"messages[{i}] must be an object", sid)
+        role, content = msg.get("role"), msg.get("content")
+        if role not in ROLES:
+            raise ProtocolError(
+                E_INVALID_FIELD, f"messages[{i}].role must be one of {', '.join(ROLES)}", sid)
+        if not isinstance(content, str):
+            raise ProtocolError(E_INVALID_FIELD, f"messages[{i}].content must be a string", sid)
+        out.append({"role": role, "content": content})
+    return out
+
+
+def parse_client_frame(raw: str | bytes) -> ClientFrame:
+    """Decode and validate one client frame, or raise :class:`ProtocolError`."""
+    size = len(raw.encode("utf-8") if isinstance(raw, str) else raw)
+    if size > MAX_FRAME_BYTES:
+        raise ProtocolError(E_FRAME_TOO_LARGE,
+                            f"frame of {size} bytes is over the {MAX_FRAME_BYTES}-byte limit")
+    try:
+        obj = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ProtocolError(E_INVALID_JSON, f"frame is not valid JSON: {exc}") from None
+    if not isinstance(obj, dict):
+        raise ProtocolError(E_INVALID_JSON, "frame must be a JSON object")
+    kind = obj.get("type")
+    if kind == "hello":
+        return Hello(protocol=_field(obj, "protocol", int, None))
+    if kind == "ping":
+        return Ping(data=obj.get("data"))
+    if kind == "generate":
+        sid = _stream_id(obj)
+        profile = _field(obj, "profile", str, sid)
+        messages = _messages(obj.get("messages"), sid)
+        max_tokens = _field(obj, "max_tokens", int, sid, required=False)
+        if max_tokens is not None and max_tokens <= 0:
+            raise ProtocolError(E_INVALID_FIELD, "field 'max_tokens' must be positive", sid)
+        return Generate(id=sid, profile=profile, messages=messages, max_tokens=max_tokens)
+    if kind == "cancel":
+        return Cancel(id=_stream_id(obj))
+    if kind == "steer":
+        sid = _stream_id(obj)
+        return Steer(id=sid, text=_field(obj, "text", str, sid))
+    if not isinstance(kind, str):
+        raise ProtocolError(E_INVALID_FIELD, "field 'type' must be a string",
+                            obj.get("id") if isinstance(obj.get("id"), str) else None)
+    raise ProtocolError(E_UNKNOWN_TYPE, f"unknown frame type '{kind}'",
+                        obj.get("id") if isinstance(obj.get("id"), str) else None)
+
+
+# ---- server frame builders (dicts; the server serialises) ----
+
+def welcome(profiles: list[dict], server: dict | None = None) -> dict:
+    return {"type": "welcome", "protocol": PROTOCOL_VERSION, "profiles": profiles,
+            "server": server or {}}
+
+
+def delta(sid: str, text: str, tokens: int) -> dict:
+    return {"type": "delta", "id": sid, "text": text, "tokens": tokens}
+
+
+def done(sid: str, reason: str, usage: dict, timing: dict, source: dict | None = None) -> dict:
+    frame = {"type": "done", "id": sid, "reason": reason, "usage": usage, "timing": timing}
+    if source is not None:
+        frame["source"] = source
+    return frame
+
+
+def error(sid: str | None, code: str, message: str, **extra: Any) -> dict:
+    return {"type": "error", "id": sid, "code": code, "message": message, **extra}
+
+
+def info(sid: str, event: str, **fields: Any) -> dict:
+    return {"type": "info", "id": sid, "event": event, **fields}
+
+
+def pong(data: Any, server_time: float) -> dict:
+    return {"type": "pong", "data": data, "server_time": server_time}
+
+
+def encode(frame: dict) -> str:
+    """Serialise a frame compactly (frames are small and many)."""
+    return json.dumps(frame, separators=(",", ":"), ensure_ascii=False)

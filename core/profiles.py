@@ -1,0 +1,207 @@
+"""Profiles from TOML: built-in, then the user's config, then the project's `.spark.toml`.
+
+A profile is what the user picks (`spark`, `base`, ...): a backend (where tokens come
+from), a chip/model pair hwmodel can predict (how fast they come) and a context window.
+Later layers override earlier ones field by field. Every problem is reported as one
+:class:`ConfigError` naming the file, the profile and the field, because a config typo
+should cost the user seconds, not a debugging session.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from core.cli_support import CliError
+
+BUILTIN_FILE = Path(__file__).with_name("default_profiles.toml")
+PROJECT_FILE = ".spark.toml"
+BACKENDS = ("replay", "openai")
+PACING = ("model", "pinned")
+
+
+class ConfigError(CliError):
+    """A bad config file; the message names the file, the profile and the field."""
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    backend: str
+    chip: str | None = None
+    model: str | None = None
+    precision: str | None = None
+    context_window: int = 128000
+    pacing: str = "model"
+    tokens_per_s: float | None = None
+    ttft_ms: float | None = None
+    cassettes: tuple[Path, ...] = ()
+    # openai backend
+    base_url: str | None = None
+    api_model: str | None = None
+    api_key_env: str | None = None
+    connect_timeout_s: float = 10.0
+    read_timeout_s: float = 60.0
+    max_retries: int = 2
+    max_retry_wait_s: float = 10.0
+
+    def describe(self, predicted: dict[str, float | None]) -> dict[str, Any]:
+        """The `welcome.profiles` entry."""
+        return {"name": self.name, "backend": self.backend, "chip": self.chip,
+                "model": self.api_model if self.backend == "openai" and self.api_model
+                else self.model,
+                "context_window": self.context_window, "predicted": predicted}
+
+
+@dataclass(frozen=True)
+class CoreConfig:
+    profiles: dict[str, Profile]
+    frame_ms: float = 16.0
+    max_streams_per_connection: int = 64
+    sources: tuple[Path, ...] = field(default=())
+
+
+# field name -> accepted python types (TOML decodes ints and floats separately)
+_PROFILE_TYPES: dict[str, tuple[type, ...]] = {
+    "backend": (str,), "chip": (str,), "model": (str,), "precision": (str,),
+    "context_window": (int,), "pacing": (str,), "tokens_per_s": (int, float),
+    "ttft_ms": (int, float), "cassettes": (list,), "base_url": (str,), "api_model": (str,),
+    "api_key_env": (str,), "connect_timeout_s": (int, float), "read_timeout_s": (int, float),
+    "max_retries": (int,), "max_retry_wait_s": (int, float),
+}
+_CORE_TYPES: dict[str, tuple[type, ...]] = {
+    "frame_ms": (int, float), "max_streams_per_connection": (int,),
+}
+assert set(_PROFILE_TYPES) == {f.name for f in fields(Profile)} - {"name"}
+
+
+def user_config_file() -> Path:
+    from platformdirs import user_config_dir
+
+    return Path(user_config_dir("sparkstation")) / "config.toml"
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+def _check_type(path: Path, where: str, key: str, value: Any, kinds: tuple[type, ...]) -> None:
+    ok = isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds)
+    if not ok:
+        want = " or ".join({"str": "a string", "int": "an integer", "float": "a number",
+                            "list": "a list"}[k.__name__] for k in kinds)
+        raise ConfigError(f"{path}: {where}: field '{key}' must be {want}, "
+                          f"got {type(value).__name__} {value!r}")
+
+
+def _merge_layer(path: Path, doc: dict[str, Any], raw: dict[str, dict[str, Any]],
+                 core: dict[str, Any]) -> None:
+    section = doc.get("core", {})
+    if not isinstance(section, dict):
+        raise ConfigError(f"{path}: [core] must be a table")
+    for key, value in section.items():
+        if key not in _CORE_TYPES:
+            raise ConfigError(f"{path}: [core]: unknown field '{key}' "
+                              f"(known: {', '.join(sorted(_CORE_TYPES))})")
+        _check_type(path, "[core]", key, value, _CORE_TYPES[key])
+        core[key] = value
+    profiles = doc.get("profiles", {})
+    if not isinstance(profiles, dict):
+        raise ConfigError(f"{path}: [profiles] must be a table of [profiles.NAME] tables")
+    for name, body in profiles.items():
+        where = f"profile '{name}'"
+        if not isinstance(body, dict):
+            raise ConfigError(f"{path}: {where}: must be a table")
+        entry = raw.setdefault(name, {"__file__": path})
+        for key, value in body.items():
+            if key not in _PROFILE_TYPES:
+                raise ConfigError(f"{path}: {where}: unknown field '{key}' "
+                                  f"(known: {', '.join(sorted(_PROFILE_TYPES))})")
+            _check_type(path, where, key, value, _PROFILE_TYPES[key])
+            if key == "cassettes":
+                if not all(isinstance(v, str) for v in value):
+                    raise ConfigError(f"{path}: {where}: field 'cassettes' must be a list "
+                                      "of folder paths")
+                value = tuple((path.parent / Path(v).expanduser()).resolve() for v in value)
+            entry[key] = value
+            entry[f"__file__{key}"] = path
+
+
+def _finish(name: str, entry: dict[str, Any], env: dict[str, str]) -> Profile:
+    def where(key: str) -> str:
+        return f"{entry.get('__file__' + key, entry['__file__'])}: profile '{name}': field '{key}'"
+
+    if "backend" not in entry:
+        raise ConfigError(f"{entry['__file__']}: profile '{name}': missing field 'backend' "
+                          f"(one of {', '.join(BACKENDS)})")
+    values = {k: v for k, v in entry.items() if not k.startswith("__file__")}
+    if values["backend"] not in BACKENDS:
+        raise ConfigError(f"{where('backend')}: must be one of {', '.join(BACKENDS)}, "
+                          f"got {values['backend']!r}")
+    if values.get("pacing", "model") not in PACING:
+        raise ConfigError(f"{where('pacing')}: must be one of {', '.join(PACING)}")
+    for key in ("context_window", "tokens_per_s", "ttft_ms", "connect_timeout_s",
+                "read_timeout_s"):
+        if key in values and values[key] <= 0:
+            raise ConfigError(f"{where(key)}: must be positive, got {values[key]!r}")
+    if values.get("ttft_ms") is not None and values["ttft_ms"] <= 0:
+        raise ConfigError(f"{where('ttft_ms')}: must be positive")
+    if values["backend"] == "openai":
+        if not values.get("base_url"):
+            raise ConfigError(f"{where('base_url')}: required for backend 'openai' "
+                              "(e.g. https://api.cerebras.ai/v1)")
+        if not (values.get("api_model") or values.get("model")):
+            raise ConfigError(f"{where('api_model')}: required for backend 'openai' "
+                              "(the model id the endpoint serves)")
+        key_env = values.get("api_key_env")
+        if key_env and not env.get(key_env):
+            raise ConfigError(f"{where('api_key_env')}: environment variable {key_env} "
+                              "is not set (API keys come from the environment only)")
+    else:
+        has_rates = values.get("tokens_per_s") is not None
+        has_model = values.get("chip") and values.get("model")
+        if not has_rates and not has_model:
+            raise ConfigError(f"{where('tokens_per_s')}: a replay profile needs chip and model "
+                              "(paced by hwmodel) or tokens_per_s (pinned)")
+        if values.get("pacing") == "pinned" and not has_rates:
+            raise ConfigError(f"{where('tokens_per_s')}: required when pacing = 'pinned'")
+    if "precision" in values and values["precision"] is None:
+        del values["precision"]
+    return Profile(name=name, **values)
+
+
+def load_config(*, config_file: Path | None = None, project_root: Path | None = None,
+                env: dict[str, str] | None = None) -> CoreConfig:
+    """Load built-in profiles, then ``config_file`` (default: the user's), then the project's.
+
+    An explicit ``config_file`` must exist; the default user file and the project file are
+    optional.
+    """
+    env = dict(os.environ) if env is None else env
+    layers: list[Path] = [BUILTIN_FILE]
+    if config_file is not None:
+        config_file = Path(config_file).expanduser()
+        if not config_file.is_file():
+            raise ConfigError(f"{config_file}: config file not found")
+        layers.append(config_file)
+    elif user_config_file().is_file():
+        layers.append(user_config_file())
+    if project_root is not None and (Path(project_root) / PROJECT_FILE).is_file():
+        layers.append(Path(project_root) / PROJECT_FILE)
+    raw: dict[str, dict[str, Any]] = {}
+    core: dict[str, Any] = {}
+    for path in layers:
+        _merge_layer(path, _read(path), raw, core)
+    profiles = {name: _finish(name, entry, env) for name, entry in raw.items()}
+    if core.get("frame_ms", 16) <= 0:
+        raise ConfigError(f"{layers[-1]}: [core]: field 'frame_ms' must be positive")
+    return CoreConfig(profiles=profiles, sources=tuple(layers), **core)

@@ -1,0 +1,180 @@
+"""The core's websocket server: one connection per app session, many streams on it.
+
+Each connection has one bounded outgoing queue drained by one writer task; stream jobs
+block on it when the client reads slowly (websocket `send` waits for the socket to
+drain), so a slow reader slows its own streams instead of growing the core's memory.
+Every bad frame gets an `error` frame; nothing a client sends closes the connection
+except frames over the transport limit (8 MiB).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from http import HTTPStatus
+from typing import Any
+
+from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.exceptions import ConnectionClosed
+from websockets.http11 import Request, Response
+
+from core import protocol as P
+from core.auth import check_bearer, is_loopback
+from core.engine import Engine, StreamJob
+
+log = logging.getLogger(__name__)
+TRANSPORT_MAX_BYTES = 8 * 1024 * 1024  # above this websockets closes (1009); below, we answer
+OUT_QUEUE_FRAMES = 64
+
+
+class Connection:
+    """Protocol state for one websocket: hello, running jobs, the writer."""
+
+    def __init__(self, ws: ServerConnection, engine: Engine) -> None:
+        self.ws = ws
+        self.engine = engine
+        self.out: asyncio.Queue[dict] = asyncio.Queue(maxsize=OUT_QUEUE_FRAMES)
+        self.jobs: dict[str, StreamJob] = {}
+        self.greeted = False
+
+    async def send(self, frame: dict) -> None:
+        await self.out.put(frame)
+
+    async def _writer(self) -> None:
+        while True:
+            frame = await self.out.get()
+            await self.ws.send(P.encode(frame))
+
+    async def run(self) -> None:
+        writer = asyncio.create_task(self._writer())
+        try:
+            async for raw in self.ws:
+                await self.handle(raw)
+                if writer.done():
+                    break
+        except ConnectionClosed:
+            pass
+        finally:
+            for job in list(self.jobs.values()):
+                if job.task is not None:
+                    job.task.cancel()
+            tasks = [j.task for j in self.jobs.values() if j.task is not None]
+            await asyncio.gather(*tasks, return_exceptions=True)
+            writer.cancel()
+            await asyncio.gather(writer, return_exceptions=True)
+
+    async def handle(self, raw: str | bytes) -> None:
+        try:
+            frame = P.parse_client_frame(raw)
+            await self.dispatch(frame)
+        except P.ProtocolError as exc:
+            await self.send(P.error(exc.stream_id, exc.code, exc.message))
+
+    async def dispatch(self, frame: P.ClientFrame) -> None:
+        if isinstance(frame, P.Hello):
+            if frame.protocol != P.PROTOCOL_VERSION:
+                raise P.ProtocolError(P.E_PROTOCOL_VERSION,
+                                      f"protocol {frame.protocol} is not supported; "
+                                      f"this core speaks {P.PROTOCOL_VERSION}")
+            self.greeted = True
+            await self.send(P.welcome(self.engine.profile_list(), {
+                "name": "sparkstation-core", "frame_ms": self.engine.config.frame_ms,
+                "max_streams": self.engine.config.max_streams_per_connection}))
+            return
+        if isinstance(frame, P.Ping):
+            await self.send(P.pong(frame.data, time.time()))
+            return
+        sid = getattr(frame, "id", None)
+        if not self.greeted:
+            raise P.ProtocolError(P.E_HELLO_REQUIRED, "send hello before anything else", sid)
+        if isinstance(frame, P.Generate):
+            await self._generate(frame)
+        elif isinstance(frame, P.Cancel):
+            job = self.jobs.get(frame.id)
+            if job is None:
+                raise P.ProtocolError(P.E_UNKNOWN_ID, f"no running stream '{frame.id}'",
+                                      frame.id)
+            job.cancel()
+        elif isinstance(frame, P.Steer):
+            job = self.jobs.get(frame.id)
+            if job is None:
+                raise P.ProtocolError(P.E_UNKNOWN_ID, f"no running stream '{frame.id}'",
+                                      frame.id)
+            job.steer(frame.text)
+
+    async def _generate(self, frame: P.Generate) -> None:
+        if frame.id in self.jobs:
+            raise P.ProtocolError(P.E_DUPLICATE_ID,
+                                  f"stream '{frame.id}' is still running; use a new id",
+                                  frame.id)
+        if frame.profile not in self.engine.config.profiles:
+            known = ", ".join(self.engine.config.profiles)
+            raise P.ProtocolError(P.E_UNKNOWN_PROFILE,
+                                  f"unknown profile '{frame.profile}' (known: {known})", frame.id)
+        limit = self.engine.config.max_streams_per_connection
+        if len(self.jobs) >= limit:
+            raise P.ProtocolError(P.E_BUSY, f"at most {limit} streams per connection", frame.id)
+        job = self.engine.job(frame, self.send)
+        self.jobs[frame.id] = job
+        task = job.start()
+        task.add_done_callback(lambda _t, sid=frame.id, j=job: self._forget(sid, j))
+
+    def _forget(self, sid: str, job: StreamJob) -> None:
+        if self.jobs.get(sid) is job:
+            del self.jobs[sid]
+
+
+class CoreServer:
+    """Binds the websocket server; checks Origin and (off loopback) the bearer token."""
+
+    def __init__(self, engine: Engine, *, host: str = "127.0.0.1", port: int = 0,
+                 token: str | None = None) -> None:
+        if not is_loopback(host) and not token:
+            raise ValueError(f"binding {host} (not loopback) requires a token")
+        self.engine = engine
+        self.host = host
+        self.port = port
+        self.token = token
+        self._server: Server | None = None
+
+    def _process_request(self, conn: ServerConnection, request: Request) -> Response | None:
+        origin = request.headers.get("Origin")
+        if origin is not None:
+            # Browsers always send Origin; our clients never do. Refusing it stops a web
+            # page in the user's browser from driving the core (cross-site hijacking).
+            return conn.respond(HTTPStatus.FORBIDDEN,
+                                "sparkstation core: browser origins are refused\n")
+        if self.token is not None and not check_bearer(request.headers.get("Authorization"),
+                                                       self.token):
+            return conn.respond(HTTPStatus.UNAUTHORIZED,
+                                "sparkstation core: missing or wrong token\n")
+        return None
+
+    async def _handler(self, ws: ServerConnection) -> None:
+        await Connection(ws, self.engine).run()
+
+    async def start(self) -> str:
+        self._server = await serve(self._handler, self.host, self.port,
+                                   process_request=self._process_request,
+                                   compression=None, max_size=TRANSPORT_MAX_BYTES,
+                                   ping_interval=20, ping_timeout=20)
+        sock = next(iter(self._server.sockets))
+        self.port = sock.getsockname()[1]
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"ws://{host}:{self.port}"
+
+    async def serve_forever(self) -> None:
+        assert self._server is not None
+        await self._server.serve_forever()
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+            self._server = None
+        await self.engine.aclose()
+
+
+def server_info(url: str, engine: Engine) -> dict[str, Any]:
+    return {"url": url, "profiles": [p["name"] for p in engine.profile_list()]}
