@@ -147,6 +147,11 @@ def build_proposal(ws: Workspace, edits: list[Edit]) -> Proposal:
             continue
         text = old
         for e in by_path[rel]:
+            if not exists and text == "" and e.search.strip() and e.kind != "whole_file":
+                errors.append(EditError(rel, f"{rel}: file does not exist, so its SEARCH "
+                                             f"text cannot be found (to create it, use an "
+                                             f"empty SEARCH part)"))
+                continue
             try:
                 text = apply_edit_to_text(text, e, rel)
             except MatchError as exc:

@@ -1,0 +1,91 @@
+"""`spark apply`: apply the edit blocks of a model answer to the tree, without the app.
+
+Exit codes: 0 every edit applied (or would, with --check), 1 some were refused (each
+listed with its reason), 2 unusable input (unreadable, or no edit blocks at all).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from core.cli_support import CliError, print_json
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("apply", help="apply SEARCH/REPLACE, diff or whole-file "
+                                            "blocks from a model answer")
+    p.add_argument("file", nargs="?", default="-", help="the answer (default: stdin)")
+    p.add_argument("--check", action="store_true", help="report what would change; "
+                                                        "write nothing")
+    p.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    p.add_argument("--root", default=".", help="workspace root (default: .)")
+    p.add_argument("--message", "-m", default="", help="commit message")
+    p.add_argument("--no-commit", action="store_true", help="do not git-commit the change")
+    p.set_defaults(func=run)
+
+
+def _read_input(name: str) -> str:
+    try:
+        if name == "-":
+            return sys.stdin.read()
+        return Path(name).read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CliError(f"cannot read {name}: {exc}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    from core.edits.parser import StreamingParser
+    from core.edits.proposal import apply_proposal, build_proposal
+    from core.workspace.files import Workspace, WorkspaceError
+
+    text = _read_input(args.file)
+    parser = StreamingParser()
+    edits = parser.feed(text) + parser.finish()
+    if not edits:
+        why = "; ".join(e.message for e in parser.errors) or "no edit blocks found"
+        raise CliError(f"nothing to apply: {why}")
+    try:
+        ws = Workspace(Path(args.root))
+    except WorkspaceError as exc:
+        raise CliError(str(exc)) from None
+    proposal = build_proposal(ws, edits)
+    refused = [{"path": e.path or "?", "message": e.message} for e in parser.errors]
+    refused += [{"path": e.path, "message": e.message} for e in proposal.errors]
+    files = [{"path": f.path, "is_new": f.is_new, "hunks": len(f.hunks),
+              "added": sum(h.added for h in f.hunks),
+              "removed": sum(h.removed for h in f.hunks)} for f in proposal.files]
+    doc = {"check": args.check, "edits": len(edits), "files": files, "written": [],
+           "refused": refused, "change_id": None, "commit": None}
+    if not args.check and proposal.files:
+        message = args.message or ("spark apply: " + ", ".join(f.path for f in
+                                                                 proposal.files))[:200]
+        res = apply_proposal(ws, proposal, {h.id for h in proposal.hunks},
+                             message=message, commit=not args.no_commit)
+        doc["written"] = res.written
+        doc["change_id"] = res.change_id
+        doc["commit"] = res.commit
+        if res.commit_error:
+            doc["commit_error"] = res.commit_error
+        refused += [{"path": e.path, "message": e.message} for e in res.refused]
+    code = 1 if refused else 0
+    doc["ok"] = code == 0
+    if args.json:
+        print_json(doc)
+        return code
+    verb = "would change" if args.check else "changed"
+    for f in files:
+        if args.check or f["path"] in doc["written"]:
+            tag = "A" if f["is_new"] else "M"
+            print(f"{tag} {f['path']}  +{f['added']} -{f['removed']} "
+                  f"({f['hunks']} hunk{'s' if f['hunks'] != 1 else ''})")
+    for r in refused:
+        print(f"refused: {r['message']}", file=sys.stderr)
+    if doc["commit"]:
+        print(f"committed {doc['commit'][:12]}")
+    elif doc.get("commit_error") and "not a git" not in doc["commit_error"]:
+        print(f"not committed: {doc['commit_error']}", file=sys.stderr)
+    n = len(files) if args.check else len(doc["written"])
+    print(f"{n} file{'s' if n != 1 else ''} {verb}, {len(refused)} refused")
+    return code

@@ -1,0 +1,116 @@
+"""Watch the working tree (watchfiles) and report debounced batches of file changes.
+
+Why honour .gitignore here: build outputs, virtualenvs and caches change constantly and
+mean nothing to a proposal; only files the user would version are reported.  `.git/`,
+`.spark/` and our own temp files are always ignored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import AsyncIterator, Sequence
+
+from core.workspace.files import SPARK_DIR, TEMP_SUFFIX
+
+_ALWAYS = (".git", SPARK_DIR)
+
+
+@dataclass(frozen=True, order=True)
+class FileChange:
+    """One changed file: kind is "added", "modified" or "deleted"; path is root-relative."""
+
+    path: str
+    kind: str
+
+
+class IgnoreRules:
+    """The tree's .gitignore files (root and nested) plus .git/info/exclude and extras."""
+
+    def __init__(self, root: Path, extra: Sequence[str] = ()) -> None:
+        import pathspec
+
+        self._pathspec = pathspec
+        self.root = Path(root).resolve()
+        self.extra = tuple(extra)
+        self.reload()
+
+    def _spec(self, lines: list[str]):
+        return self._pathspec.GitIgnoreSpec.from_lines(lines)
+
+    def reload(self) -> None:
+        """Re-read every .gitignore (call when one of them changes)."""
+        specs: dict[str, object] = {}
+        top: list[str] = list(self.extra)
+        exclude = self.root / ".git" / "info" / "exclude"
+        if exclude.is_file():
+            top += exclude.read_text("utf-8", "replace").splitlines()
+        self._specs = specs
+        specs[""] = self._spec(top)
+        for folder, dirs, files in os.walk(self.root):
+            rel_dir = Path(folder).relative_to(self.root).as_posix()
+            rel_dir = "" if rel_dir == "." else rel_dir
+            if ".gitignore" in files:
+                lines = (Path(folder) / ".gitignore").read_text("utf-8", "replace").splitlines()
+                specs[rel_dir] = self._spec(top + lines if rel_dir == "" else lines)
+            dirs[:] = [d for d in dirs if d not in _ALWAYS
+                       and not self.ignored(f"{rel_dir}/{d}".lstrip("/"), is_dir=True)]
+
+    def ignored(self, rel: str, *, is_dir: bool = False) -> bool:
+        """True when rel (root-relative POSIX path) is ignored by the rules."""
+        parts = rel.split("/")
+        if parts[0] in _ALWAYS or rel.endswith(TEMP_SUFFIX):
+            return True
+        for i in range(len(parts)):
+            base = "/".join(parts[:i])
+            spec = self._specs.get(base)
+            if spec is None:
+                continue
+            # every ancestor folder and the path itself, relative to this .gitignore
+            for j in range(i + 1, len(parts) + 1):
+                sub = "/".join(parts[i:j])
+                if j < len(parts) or is_dir:
+                    sub += "/"
+                if spec.match_file(sub):
+                    return True
+        return False
+
+
+async def watch_tree(root: Path, stop_event: asyncio.Event | None = None, *,
+                     debounce_ms: int = 50, extra_ignore: Sequence[str] = (),
+                     ) -> AsyncIterator[list[FileChange]]:
+    """Yield sorted batches of FileChange until stop_event is set.
+
+    Changes arriving within `debounce_ms` of each other come as one batch, one entry per
+    path (the last kind wins).  A changed .gitignore reloads the rules.
+    """
+    import watchfiles
+
+    root = Path(root).resolve()
+    rules = IgnoreRules(root, extra_ignore)
+    kinds = {watchfiles.Change.added: "added", watchfiles.Change.modified: "modified",
+             watchfiles.Change.deleted: "deleted"}
+
+    def keep(change: watchfiles.Change, path: str) -> bool:
+        try:
+            rel = Path(path).relative_to(root).as_posix()
+        except ValueError:
+            return False
+        return not rules.ignored(rel)
+
+    async for raw in watchfiles.awatch(root, watch_filter=keep, debounce=debounce_ms,
+                                       step=min(50, max(1, debounce_ms // 2)),
+                                       stop_event=stop_event, recursive=True):
+        latest: dict[str, str] = {}
+        for change, path in raw:
+            rel = Path(path).relative_to(root).as_posix()
+            if os.path.isdir(path):
+                continue
+            latest[rel] = kinds.get(change, "modified")
+        if any(r == ".gitignore" or r.endswith("/.gitignore") for r in latest):
+            rules.reload()
+        batch = sorted(FileChange(p, k) for p, k in latest.items())
+        if batch:
+            yield batch
