@@ -55,7 +55,7 @@ class SparkApp(App):
         self.profile = profile
         self.workspace = open_workspace(self.root)
         self.client = None
-        self.run: AnswerRun | None = None
+        self.answer: AnswerRun | None = None
         self._stream = None
         self._dirty = False
         self._rebuild_needed = False
@@ -105,7 +105,7 @@ class SparkApp(App):
         if self.client is None:
             self.notify("not connected to the core yet", severity="warning")
             return
-        if self.run is not None and not self.run.finished:
+        if self.answer is not None and not self.answer.finished:
             self.notify("an answer is still streaming: press escape to stop it", severity="warning")
             return
         event.input.value = ""
@@ -122,7 +122,7 @@ class SparkApp(App):
     @work(exclusive=True, group="answer")
     async def _start_answer(self, prompt: str) -> None:
         run = AnswerRun(self.workspace, prompt, self.profile)
-        self.run = run
+        self.answer = run
         diff = self.query_one(DiffView)
         diff.reset(Text(f"> {prompt}", style="bold"))
         diff.focus()
@@ -183,7 +183,7 @@ class SparkApp(App):
 
     async def _rebuild_now(self) -> None:
         """Re-diff the completed edits off the UI loop; coalesces requests made meanwhile."""
-        run = self.run
+        run = self.answer
         if run is None:
             return
         while self._rebuilding:
@@ -200,10 +200,10 @@ class SparkApp(App):
 
     def _paint(self) -> None:
         """At most once per frame: the pending block and the live numbers."""
-        if not self._dirty or self.run is None:
+        if not self._dirty or self.answer is None:
             return
         self._dirty = False
-        run = self.run
+        run = self.answer
         self.query_one(DiffView).set_pending(run.pending)
         status = self.query_one(StatusBar)
         status.tokens = run.stats.tokens
@@ -212,7 +212,7 @@ class SparkApp(App):
 
     # -- decisions ---------------------------------------------------------------------------
     def _decide(self, accept: bool, everything: bool = False) -> None:
-        run = self.run
+        run = self.answer
         if run is None or not run.finished or not run.hunks or run.applied:
             return
         diff = self.query_one(DiffView)

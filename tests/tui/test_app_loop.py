@@ -12,7 +12,7 @@ async def _ask(pilot, app: SparkApp, prompt: str) -> None:
     await pilot.click("#prompt")
     await pilot.press(*prompt)
     await pilot.press("enter")
-    await wait_for(pilot, lambda: app.run is not None and app.run.finished and app.run.proposal is not None,
+    await wait_for(pilot, lambda: app.answer is not None and app.answer.finished and app.answer.proposal is not None,
                    what="the answer to finish streaming")
 
 
@@ -22,12 +22,12 @@ async def test_accept_writes_the_file(demo_root, core_url):
     app = SparkApp(demo_root, core_url)
     async with app.run_test(size=(140, 45)) as pilot:
         await _ask(pilot, app, "format_money should show negative amounts in parentheses")
-        assert app.run.hunks, "the replayed answer proposes hunks"
+        assert app.answer.hunks, "the replayed answer proposes hunks"
         assert app.focused is app.query_one(DiffView)
-        assert len(app.query(HunkView)) == len(app.run.hunks)
-        while app.run.undecided:
+        assert len(app.query(HunkView)) == len(app.answer.hunks)
+        while app.answer.undecided:
             await pilot.press("a")
-        await wait_for(pilot, lambda: app.run.applied, what="the accepted hunks to be written")
+        await wait_for(pilot, lambda: app.answer.applied, what="the accepted hunks to be written")
         assert app.focused is app.query_one("#prompt")
     after = target.read_text()
     assert after != before
@@ -40,10 +40,10 @@ async def test_reject_leaves_the_tree_untouched(demo_root, core_url):
     app = SparkApp(demo_root, core_url)
     async with app.run_test(size=(140, 45)) as pilot:
         await _ask(pilot, app, "add docstrings to the functions in report.py")
-        assert len(app.run.hunks) >= 2
-        while app.run.undecided:
+        assert len(app.answer.hunks) >= 2
+        while app.answer.undecided:
             await pilot.press("r")
-        await wait_for(pilot, lambda: app.run.applied, what="the decisions to settle")
+        await wait_for(pilot, lambda: app.answer.applied, what="the decisions to settle")
     assert {p: p.read_bytes() for p in demo_root.rglob("*.py")} == files
 
 
