@@ -75,10 +75,10 @@ def clean_path(line: str) -> str | None:
     s = line.strip()
     if not s or len(s) > 260:
         return None
+    s = s.lstrip("#").strip().strip("*").strip()
     for prefix in ("file:", "filename:", "path:"):
         if s.lower().startswith(prefix):
             s = s[len(prefix):].strip()
-    s = s.lstrip("#").strip()
     s = s.strip("*").strip("`").strip().rstrip(":").strip().strip("`").strip("*").strip()
     if not s or any(ch.isspace() for ch in s) or s.lower() in _NOT_PATHS:
         return None

@@ -156,7 +156,7 @@ def build_proposal(ws: Workspace, edits: list[Edit]) -> Proposal:
                 text = apply_edit_to_text(text, e, rel)
             except MatchError as exc:
                 errors.append(EditError(rel, str(exc)))
-        if text == old and exists:
+        if text == old:
             continue
         files.append(FileProposal(rel, old, text, make_hunks(rel, old, text), not exists, fp))
     return Proposal(files, errors)

@@ -96,7 +96,7 @@ class Workspace:
         if self.deny_globs:
             import pathspec
 
-            self._deny = pathspec.PathSpec.from_lines("gitwildmatch", self.deny_globs)
+            self._deny = pathspec.GitIgnoreSpec.from_lines(self.deny_globs)
 
     # -- paths ---------------------------------------------------------------------
     def relpath(self, rel: str) -> str:

@@ -1,0 +1,64 @@
+"""Matching SEARCH text: exact, whitespace, indentation, fuzzy; clear errors otherwise."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.edits.match import MatchError, find, reindent
+
+FILE = """import os
+
+
+def load(path):
+    with open(path) as fh:
+        return fh.read()
+
+
+def save(path, text):
+    with open(path, "w") as fh:
+        fh.write(text)
+""".splitlines()
+
+
+def test_exact():
+    m = find(FILE, ["def save(path, text):"])
+    assert (m.start, m.end, m.how) == (8, 9, "exact")
+
+
+def test_trailing_whitespace_tolerated():
+    m = find(FILE, ["def load(path):   ", "    with open(path) as fh:"])
+    assert (m.start, m.how) == (3, "whitespace")
+
+
+def test_indentation_tolerated_and_replacement_reindented():
+    search = ["with open(path) as fh:", "    return fh.read()"]
+    m = find(FILE, search)
+    assert (m.start, m.end, m.how) == (4, 6, "indent")
+    assert reindent(["with open(path, 'rb') as fh:", "    return fh.read()"], m) == [
+        "    with open(path, 'rb') as fh:", "        return fh.read()"]
+
+
+def test_fuzzy_above_threshold():
+    search = ["def save(path, txt):", "    with open(path, 'w') as fh:", "        fh.write(text)"]
+    m = find(FILE, search)
+    assert m.how == "fuzzy" and (m.start, m.end) == (8, 11) and m.score >= 0.88
+
+
+def test_not_found_names_file_and_shows_closest_lines():
+    with pytest.raises(MatchError) as exc:
+        find(FILE, ["def save(p, data, mode):", "    pass"], path="io.py")
+    msg = str(exc.value)
+    assert msg.startswith("io.py: SEARCH text not found")
+    assert "def save(path, text):" in msg and "9 |" in msg
+
+
+def test_several_matches_is_an_error():
+    dup = FILE + ["    with open(path) as fh:"]
+    with pytest.raises(MatchError) as exc:
+        find(dup, ["    with open(path) as fh:"], path="io.py")
+    assert "matches 2 places" in str(exc.value) and "lines 5, 12" in str(exc.value)
+
+
+def test_blank_edges_of_search_are_ignored_when_needed():
+    m = find(FILE, ["", "def save(path, text):", ""])
+    assert (m.start, m.end) == (8, 9)
