@@ -1,0 +1,73 @@
+"""Git: an accepted change is committed alone; undo reverts it and nothing else."""
+
+from __future__ import annotations
+
+import git
+import pytest
+
+from core.edits.parser import Edit
+from core.edits.proposal import apply_proposal, build_proposal
+from core.workspace.changes import undo_last
+from core.workspace.files import Workspace
+
+
+@pytest.fixture()
+def repo(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / ".gitconfig"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    for k in ("AUTHOR", "COMMITTER"):
+        monkeypatch.setenv(f"GIT_{k}_NAME", "Test")
+        monkeypatch.setenv(f"GIT_{k}_EMAIL", "test@example.invalid")
+    root = tmp_path / "proj"
+    root.mkdir()
+    r = git.Repo.init(root)
+    (root / "app.py").write_text("def f():\n    return 1\n")
+    (root / "notes.txt").write_text("notes\n")
+    (root / "staged.txt").write_text("v1\n")
+    r.index.add(["app.py", "notes.txt", "staged.txt"])
+    r.index.commit("initial")
+    return root, r
+
+
+def test_accepted_change_is_committed_alone_and_undo_reverts_it(repo):
+    root, r = repo
+    # the user's own uncommitted and staged work, which must stay as it is
+    (root / "notes.txt").write_text("notes\nmy unsaved thoughts\n")
+    (root / "staged.txt").write_text("v2\n")
+    r.git.add("staged.txt")
+    ws = Workspace(root)
+    prop = build_proposal(ws, [Edit("app.py", "    return 1\n", "    return 2\n",
+                                    "search_replace"),
+                               Edit("pkg/new.py", "", "N = 1\n", "whole_file")])
+    res = apply_proposal(ws, prop, {h.id for h in prop.hunks}, message="make f return 2")
+    assert res.commit and res.commit == r.head.commit.hexsha
+    head = r.head.commit
+    assert head.message.strip() == "make f return 2"
+    assert sorted(head.stats.files) == ["app.py", "pkg/new.py"]
+    assert r.git.diff("--cached", "--name-only").split() == ["staged.txt"]
+    assert "notes.txt" in r.git.diff("--name-only").split()
+
+    undo = undo_last(ws)
+    assert sorted(undo.written) == ["app.py", "pkg/new.py"] and undo.commit
+    assert r.head.commit.message.startswith("Undo: make f return 2")
+    assert (root / "app.py").read_text() == "def f():\n    return 1\n"
+    assert not (root / "pkg" / "new.py").exists()
+    assert (root / "notes.txt").read_text() == "notes\nmy unsaved thoughts\n"
+    assert r.git.diff("--cached", "--name-only").split() == ["staged.txt"]
+    assert r.git.show("HEAD:app.py") == "def f():\n    return 1"
+    assert ".spark" not in r.git.status("--porcelain")
+
+
+def test_commit_can_be_turned_off(repo):
+    root, r = repo
+    before = r.head.commit.hexsha
+    ws = Workspace(root)
+    prop = build_proposal(ws, [Edit("app.py", "    return 1\n", "    return 3\n",
+                                    "search_replace")])
+    res = apply_proposal(ws, prop, {h.id for h in prop.hunks}, commit=False)
+    assert res.commit is None and r.head.commit.hexsha == before
+    assert undo_last(ws).commit is None  # an uncommitted change is undone uncommitted
+    assert (root / "app.py").read_text() == "def f():\n    return 1\n"
