@@ -1,0 +1,78 @@
+"""`spark apply` and `spark undo` end to end through the `spark` dispatcher."""
+
+from __future__ import annotations
+
+import io
+import json
+
+from tui.cli import main
+
+GOOD = """app.py
+```python
+<<<<<<< SEARCH
+X = 1
+=======
+X = 2
+>>>>>>> REPLACE
+```
+"""
+BAD = GOOD + """
+app.py
+```python
+<<<<<<< SEARCH
+def missing_function():
+=======
+pass
+>>>>>>> REPLACE
+```
+"""
+
+
+def _setup(tmp_path):
+    (tmp_path / "app.py").write_text("X = 1\nY = 2\n")
+    return tmp_path
+
+
+def test_apply_all_then_undo(tmp_path, capsys):
+    root = _setup(tmp_path)
+    ans = tmp_path / "answer.md"
+    ans.write_text(GOOD)
+    assert main(["apply", str(ans), "--root", str(root)]) == 0
+    assert (root / "app.py").read_text() == "X = 2\nY = 2\n"
+    assert "1 file changed, 0 refused" in capsys.readouterr().out
+    assert main(["undo", "--root", str(root), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["undone"] and doc["restored"] == ["app.py"]
+    assert (root / "app.py").read_text() == "X = 1\nY = 2\n"
+    assert main(["undo", "--root", str(root)]) == 1
+    assert "nothing to undo" in capsys.readouterr().out
+
+
+def test_check_writes_nothing_and_json_is_one_document(tmp_path, capsys, monkeypatch):
+    root = _setup(tmp_path)
+    monkeypatch.setattr("sys.stdin", io.StringIO(BAD))
+    assert main(["apply", "--check", "--json", "-", "--root", str(root)]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["check"] and doc["written"] == [] and not doc["ok"]
+    assert doc["files"] == [{"path": "app.py", "is_new": False, "hunks": 1, "added": 1,
+                             "removed": 1}]
+    assert "app.py: SEARCH text not found" in doc["refused"][0]["message"]
+    assert (root / "app.py").read_text() == "X = 1\nY = 2\n"
+
+
+def test_partial_apply_exits_1_and_lists_reasons(tmp_path, capsys, monkeypatch):
+    root = _setup(tmp_path)
+    monkeypatch.setattr("sys.stdin", io.StringIO(BAD))
+    assert main(["apply", "--root", str(root)]) == 1
+    out = capsys.readouterr()
+    assert "refused: app.py: SEARCH text not found" in out.err
+    assert (root / "app.py").read_text() == "X = 2\nY = 2\n"
+
+
+def test_unusable_input_exits_2(tmp_path, capsys, monkeypatch):
+    root = _setup(tmp_path)
+    monkeypatch.setattr("sys.stdin", io.StringIO("Just prose, no edits.\n"))
+    assert main(["apply", "--root", str(root)]) == 2
+    assert "no edit blocks found" in capsys.readouterr().err
+    assert main(["apply", str(tmp_path / "missing.md"), "--root", str(root)]) == 2
+    assert main(["apply", "--root", str(tmp_path / "nope"), str(root / "app.py")]) == 2
