@@ -1,0 +1,351 @@
+"""Duplicate-function detector: an index of the tree's functions that answers in milliseconds.
+
+"I ended up with three different utility functions doing the same thing because I was
+moving too fast" (seed 000). The app asks ``check_source`` about each new function of a
+pending hunk while the answer streams, so a check only looks things up: hash maps for
+type-1/2 clones, the numpy inverted index (``FeatureIndex``) plus an exact Jaccard on a
+few dozen candidates for type-3. Building and file events are the only writers; they
+run in a worker thread and take the lock only to swap results in.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from core.detectors.feature_index import FeatureIndex
+from core.detectors.normalize import FunctionUnit, units_from_source
+
+TYPE3_THRESHOLD = 0.55  # Jaccard of role k-grams at or above which a near-miss is reported
+NEAR_BEST = 0.1  # other twins are reported only within this much of the best one
+CANDIDATES = 40  # candidates verified per query
+MAX_FILE_BYTES = 2_000_000  # larger .py files are generated data, not code anyone reads
+EXCLUDED_DIRS = {
+    ".git", ".hg", ".svn", ".venv", "venv", "env", "__pycache__", "node_modules", ".tox",
+    ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache", "site-packages", ".eggs",
+    "build", "dist",
+}  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class DuplicateMatch:
+    """A new function and the indexed function it duplicates."""
+
+    new_symbol: str
+    new_line: int
+    twin_path: str
+    twin_symbol: str
+    twin_line: int
+    similarity: float  # 0..1; 1.0 for types 1 and 2
+    clone_type: int  # 1 exact, 2 renamed identifiers/literals, 3 near-miss
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionRef:
+    path: str
+    symbol: str
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
+class ClonePair:
+    """Two indexed functions that are clones of each other (``a`` sorts first)."""
+
+    a: FunctionRef
+    b: FunctionRef
+    similarity: float
+    clone_type: int
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "a": asdict(self.a),
+            "b": asdict(self.b),
+            "similarity": round(self.similarity, 4),
+            "type": self.clone_type,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    path: str
+    unit: FunctionUnit
+
+
+def jaccard(a: np.ndarray, b: np.ndarray) -> float:
+    """Jaccard similarity of two sorted unique feature arrays."""
+    if not len(a) or not len(b):
+        return 0.0
+    shared = np.intersect1d(a, b, assume_unique=True).size
+    return shared / (len(a) + len(b) - shared)
+
+
+def _set_jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    union = len(a | b)
+    return len(a & b) / union if union else 1.0
+
+
+def read_source(path: Path) -> str | None:
+    """Source text of a Python file, or None when it is not readable text."""
+    try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            return None
+        data = path.read_bytes()
+    except OSError:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("latin-1")
+
+
+def _gitignore_patterns(root: Path) -> list[str]:
+    """The simple name patterns of the root .gitignore (enough to skip build output)."""
+    try:
+        lines = (root / ".gitignore").read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return []
+    out = []
+    for line in lines:
+        line = line.strip()
+        if line and not line.startswith(("#", "!")):
+            out.append(line.strip("/"))
+    return [p for p in out if p]
+
+
+def iter_python_files(root: Path) -> Iterator[str]:
+    """Relative paths (posix) of the tree's .py files, skipping tool and vendored dirs."""
+    patterns = _gitignore_patterns(root)
+
+    def ignored(rel: str, name: str) -> bool:
+        return any(fnmatch.fnmatch(name, p) or fnmatch.fnmatch(rel, p) for p in patterns)
+
+    for dirpath, dirnames, filenames in os.walk(root):
+        base = Path(dirpath).relative_to(root)
+        dirnames[:] = sorted(
+            d
+            for d in dirnames
+            if d not in EXCLUDED_DIRS
+            and not d.endswith(".egg-info")
+            and not ignored((base / d).as_posix(), d)
+        )
+        for name in sorted(filenames):
+            rel = (base / name).as_posix()
+            if name.endswith(".py") and not ignored(rel, name):
+                yield rel
+
+
+class DuplicateIndex:
+    """Every function of a tree's Python files, fingerprinted and indexed."""
+
+    def __init__(self, root: Path | str) -> None:
+        self.root = Path(root)
+        self._lock = threading.RLock()
+        self._entries: list[_Entry | None] = []
+        self._by_file: dict[str, list[int]] = {}
+        self._file_sizes: dict[str, int] = {}
+        self._exact: dict[bytes, set[int]] = {}
+        self._renamed: dict[bytes, set[int]] = {}
+        self._features = FeatureIndex()
+        self._function_count = 0
+
+    # ----------------------------------------------------------------- building
+    def build(self, progress: Callable[[int, int], None] | None = None) -> None:
+        """(Re)index the whole tree; `progress(done, total)` is called per file."""
+        files = list(iter_python_files(self.root))
+        parsed: list[tuple[str, list[FunctionUnit]]] = []
+        for i, rel in enumerate(files, 1):
+            parsed.append((rel, self._units_of(rel)))
+            if progress is not None:
+                progress(i, len(files))
+        with self._lock:
+            self._entries, self._by_file, self._file_sizes = [], {}, {}
+            self._exact, self._renamed = {}, {}
+            self._features = FeatureIndex()
+            self._function_count = 0
+            for rel, units in parsed:
+                self._insert(rel, units, into_delta=False)
+            self._freeze()
+
+    def update_file(self, rel_path: str) -> None:
+        """Re-index one file after a create/modify event (a deleted file is removed)."""
+        rel = Path(rel_path).as_posix()
+        if not (self.root / rel).is_file():
+            self.remove_file(rel)
+            return
+        units = self._units_of(rel)
+        with self._lock:
+            self._drop(rel)
+            self._insert(rel, units, into_delta=True)
+            if self._features.delta_size > max(2000, len(self._entries) // 5):
+                self._freeze()
+
+    def remove_file(self, rel_path: str) -> None:
+        with self._lock:
+            self._drop(Path(rel_path).as_posix())
+
+    def _units_of(self, rel: str) -> list[FunctionUnit]:
+        source = read_source(self.root / rel)
+        return units_from_source(source) if source is not None else []
+
+    def _insert(self, rel: str, units: list[FunctionUnit], *, into_delta: bool) -> None:
+        ids = []
+        self._function_count += len(units)
+        for unit in units:
+            if not unit.indexable:
+                continue
+            uid = len(self._entries)
+            self._entries.append(_Entry(rel, unit))
+            ids.append(uid)
+            self._exact.setdefault(unit.exact_key, set()).add(uid)
+            self._renamed.setdefault(unit.renamed_key, set()).add(uid)
+            if into_delta:
+                self._features.add(uid, unit.features)
+        self._by_file[rel] = ids
+        self._file_sizes[rel] = len(units)
+
+    def _drop(self, rel: str) -> None:
+        for uid in self._by_file.pop(rel, []):
+            entry = self._entries[uid]
+            if entry is None:
+                continue
+            self._entries[uid] = None
+            for table, key in ((self._exact, entry.unit.exact_key),
+                               (self._renamed, entry.unit.renamed_key)):
+                group = table.get(key)
+                if group is not None:
+                    group.discard(uid)
+                    if not group:
+                        del table[key]
+        self._function_count -= self._file_sizes.pop(rel, 0)
+
+    def _freeze(self) -> None:
+        self._features.freeze(
+            (uid, e.unit.features) for uid, e in enumerate(self._entries) if e is not None
+        )
+
+    # ------------------------------------------------------------------ queries
+    @property
+    def function_count(self) -> int:
+        """All functions and methods seen (indexable or too small to index)."""
+        return self._function_count
+
+    @property
+    def indexed_count(self) -> int:
+        return sum(1 for e in self._entries if e is not None)
+
+    def _matches(self, unit: FunctionUnit, skip: Callable[[_Entry], bool],
+                 limit: int) -> list[tuple[int, float, int]]:
+        """(uid, similarity, clone type) of the unit's twins, best first.
+
+        Best is the lowest clone type, then the highest structural similarity, then the
+        most identifiers in common (of several equally shaped twins, the one it was
+        copied from usually still shares names with it).
+        """
+        found: dict[int, tuple[float, int]] = {}
+        for uid in self._exact.get(unit.exact_key, ()):
+            found[uid] = (1.0, 1)
+        for uid in self._renamed.get(unit.renamed_key, ()):
+            found.setdefault(uid, (1.0, 2))
+        entries = self._entries
+        for uid, _estimate in self._features.candidates(
+            unit.features, lambda u: entries[u] is not None, CANDIDATES
+        ):
+            if uid in found:
+                continue
+            sim = jaccard(unit.features, entries[uid].unit.features)  # type: ignore[union-attr]
+            if sim >= TYPE3_THRESHOLD:
+                found[uid] = (sim, 3)
+        scored = []
+        for uid, (sim, ctype) in found.items():
+            entry = entries[uid]
+            assert entry is not None
+            if not skip(entry):
+                lexical = _set_jaccard(unit.names, entry.unit.names)
+                scored.append((ctype, -round(sim, 4), -lexical, uid))
+        scored.sort()
+        best = -scored[0][1] if scored else 0.0
+        return [
+            (uid, -neg_sim, ctype)
+            for ctype, neg_sim, _lex, uid in scored[:limit]
+            if -neg_sim >= best - NEAR_BEST
+        ]
+
+    def check_source(
+        self,
+        source: str,
+        path: str | None = None,
+        *,
+        exclude_path: str | None = None,
+        limit: int = 3,
+    ) -> list[DuplicateMatch]:
+        """Twins in the index of every complete function in `source`.
+
+        `source` may be code still being written: a trailing incomplete function or a
+        syntax error is tolerated and whatever parses is checked. `path` (relative to
+        the root) is where the source lives: a function never matches its own indexed
+        version (same path and symbol). `exclude_path` skips every twin in that file.
+        At most `limit` twins per function, exact before renamed before near-miss.
+        """
+        norm_path = Path(path).as_posix() if path else None
+        norm_excl = Path(exclude_path).as_posix() if exclude_path else None
+        units = [u for u in units_from_source(source) if u.checkable]
+        results: list[DuplicateMatch] = []
+        with self._lock:
+            for unit in units:
+
+                def skip(entry: _Entry, unit: FunctionUnit = unit) -> bool:
+                    return entry.path == norm_excl or (
+                        entry.path == norm_path and entry.unit.symbol == unit.symbol
+                    )
+
+                for uid, sim, ctype in self._matches(unit, skip, limit):
+                    twin = self._entries[uid]
+                    assert twin is not None
+                    results.append(
+                        DuplicateMatch(
+                            new_symbol=unit.symbol,
+                            new_line=unit.line,
+                            twin_path=twin.path,
+                            twin_symbol=twin.unit.symbol,
+                            twin_line=twin.unit.line,
+                            similarity=round(sim, 4),
+                            clone_type=ctype,
+                        )
+                    )
+        return results
+
+    def pairs(self) -> list[ClonePair]:
+        """Every clone pair within the indexed tree, sorted by path and line."""
+        out: dict[tuple[int, int], tuple[float, int]] = {}
+        with self._lock:
+            for uid, entry in enumerate(self._entries):
+                if entry is None:
+                    continue
+
+                def skip(other: _Entry, me: _Entry = entry) -> bool:
+                    return other is me
+
+                for other, sim, ctype in self._matches(entry.unit, skip, CANDIDATES):
+                    key = (min(uid, other), max(uid, other))
+                    if key not in out or (ctype, -sim) < (out[key][1], -out[key][0]):
+                        out[key] = (sim, ctype)
+            pairs = []
+            for (u, v), (sim, ctype) in out.items():
+                ea, eb = self._entries[u], self._entries[v]
+                assert ea is not None and eb is not None
+                ra = FunctionRef(ea.path, ea.unit.symbol, ea.unit.line)
+                rb = FunctionRef(eb.path, eb.unit.symbol, eb.unit.line)
+                if (rb.path, rb.line) < (ra.path, ra.line):
+                    ra, rb = rb, ra
+                pairs.append(ClonePair(ra, rb, sim, ctype))
+        pairs.sort(key=lambda p: (p.a.path, p.a.line, p.b.path, p.b.line))
+        return pairs

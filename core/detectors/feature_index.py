@@ -1,0 +1,112 @@
+"""An inverted index from k-gram features to function ids, built for millisecond lookups.
+
+The bulk of the postings live in frozen numpy arrays (CSR: sorted keys, offsets,
+postings), so 100,000 functions cost tens of megabytes, not a dict of Python lists.
+Functions added after the last freeze sit in a small dict (the delta); removed
+functions are filtered by the caller's liveness check. ``freeze`` folds the delta in
+and is called from the update path, never from a lookup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+import numpy as np
+
+MAX_POSTINGS = 4000  # a feature shared by more functions than this says nothing
+MAX_QUERY_FEATURES = 64  # the rarest features of a query are the ones that discriminate
+
+
+class FeatureIndex:
+    """Feature hash -> function ids, frozen CSR arrays plus a small mutable delta."""
+
+    def __init__(self) -> None:
+        self._keys = np.empty(0, dtype=np.uint64)
+        self._offsets = np.zeros(1, dtype=np.int64)
+        self._postings = np.empty(0, dtype=np.int32)
+        self._delta: dict[int, list[int]] = {}
+        self._delta_count = 0
+        self._sizes = np.zeros(0, dtype=np.int32)  # feature count per uid
+        self._delta_sizes: dict[int, int] = {}
+
+    @property
+    def delta_size(self) -> int:
+        return self._delta_count
+
+    def add(self, uid: int, features: np.ndarray) -> None:
+        for key in features.tolist():
+            self._delta.setdefault(key, []).append(uid)
+        self._delta_count += 1
+        self._delta_sizes[uid] = len(features)
+
+    def freeze(self, live: Iterable[tuple[int, np.ndarray]]) -> None:
+        """Rebuild the CSR arrays from every live function (drops removed ones)."""
+        pairs = [(uid, feats) for uid, feats in live if len(feats)]
+        if pairs:
+            keys = np.concatenate([f for _, f in pairs])
+            uids = np.concatenate(
+                [np.full(len(f), uid, dtype=np.int32) for uid, f in pairs]
+            )
+            order = np.argsort(keys, kind="stable")
+            keys, uids = keys[order], uids[order]
+            uniq, starts = np.unique(keys, return_index=True)
+            self._keys = uniq
+            self._offsets = np.append(starts, len(keys)).astype(np.int64)
+            self._postings = uids
+            sizes = np.zeros(max(uid for uid, _ in pairs) + 1, dtype=np.int32)
+            for uid, feats in pairs:
+                sizes[uid] = len(feats)
+            self._sizes = sizes
+        else:
+            self.__init__()
+            return
+        self._delta = {}
+        self._delta_count = 0
+        self._delta_sizes = {}
+
+    def candidates(
+        self, features: np.ndarray, alive: Callable[[int], bool], limit: int
+    ) -> list[tuple[int, float]]:
+        """Up to `limit` (uid, estimated Jaccard) ranked by that estimate.
+
+        Only the query's rarest features are looked up (at most MAX_QUERY_FEATURES, none
+        shared by more than MAX_POSTINGS functions); the shared count is scaled back to
+        the whole query before estimating, so small twins are not outranked by big
+        functions that merely share many common k-grams.
+        """
+        if not len(features):
+            return []
+        pos = np.searchsorted(self._keys, features)
+        pos = np.minimum(pos, max(len(self._keys) - 1, 0))
+        found = self._keys[pos] == features if len(self._keys) else np.zeros(0, bool)
+        chunks: list[np.ndarray] = []
+        used = 0
+        if len(self._keys):
+            idx = pos[found]
+            starts, ends = self._offsets[idx], self._offsets[idx + 1]
+            df = ends - starts
+            keep = np.argsort(df, kind="stable")[:MAX_QUERY_FEATURES]
+            keep = keep[df[keep] <= MAX_POSTINGS]
+            chunks = [self._postings[s:e] for s, e in zip(starts[keep], ends[keep])]
+            used = len(keep) + int((~found).sum())  # missing keys are shared by nobody
+        if not chunks and not self._delta:
+            return []
+        scale = len(features) / max(used, 1)
+        out: dict[int, float] = {}
+        if chunks:
+            uids, counts = np.unique(np.concatenate(chunks), return_counts=True)
+            shared = np.minimum(counts * scale, len(features))
+            sizes = self._sizes[uids]
+            est = shared / np.maximum(len(features) + sizes - shared, 1)
+            for i in np.argsort(-est, kind="stable")[: limit * 2].tolist():
+                out[int(uids[i])] = float(est[i])
+        if self._delta:
+            counts_d: dict[int, int] = {}
+            for key in features.tolist():
+                for uid in self._delta.get(key, ()):
+                    counts_d[uid] = counts_d.get(uid, 0) + 1
+            for uid, c in counts_d.items():
+                size = self._delta_sizes.get(uid, 0)
+                out[uid] = c / max(len(features) + size - c, 1)
+        ranked = sorted(out.items(), key=lambda kv: -kv[1])
+        return [(uid, est) for uid, est in ranked if alive(uid)][:limit]

@@ -1,0 +1,279 @@
+"""Turn Python functions into clone-detection fingerprints.
+
+Three views of each function, one per clone type:
+
+* ``exact_key``   – hash of the AST with docstrings dropped (comments and layout are
+  already gone in an AST): equal keys mean a type-1 (exact) clone.
+* ``renamed_key`` – hash of the role sequence: every identifier replaced by its role
+  (parameter, local, free) and every literal by its type: equal keys mean a type-2
+  (renamed identifiers / changed literals) clone.
+* ``features``    – hashed k-grams of the *role* token sequence (node kinds only, no
+  names, no literal values): their Jaccard similarity scores type-3 near-misses, and
+  they are what the inverted index retrieves candidates with.
+
+Token hashing uses a fixed vocabulary (not Python's randomised ``hash``) so
+fingerprints are identical across processes and runs.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import textwrap
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+SHINGLE = 4  # k of the k-grams over role tokens
+MIN_STATEMENTS = 3  # smaller functions (getters, one-line wrappers) are not indexed
+MIN_TOKENS = 30  # ... nor are functions with fewer role tokens than this
+# a function being checked may be a little smaller: a near-miss copy that lost a
+# statement of an indexed function is still worth reporting
+QUERY_MIN_STATEMENTS = 2
+QUERY_MIN_TOKENS = 20
+
+_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_SKIP = (ast.expr_context,)
+
+
+def _vocabulary() -> dict[str, int]:
+    names = sorted(
+        name
+        for name in dir(ast)
+        if isinstance(getattr(ast, name), type) and issubclass(getattr(ast, name), ast.AST)
+    )
+    extra = ["C:str", "C:bytes", "C:int", "C:float", "C:complex", "C:bool", "C:NoneType"]
+    extra += ["C:ellipsis", "C:other", "/", "Name:param", "Name:local", "Name:free"]
+    return {name: i + 1 for i, name in enumerate(names + extra)}
+
+
+_VOCAB = _vocabulary()
+_OTHER = _VOCAB["C:other"]
+_END = _VOCAB["/"]
+_PARAM, _LOCAL, _FREE = _VOCAB["Name:param"], _VOCAB["Name:local"], _VOCAB["Name:free"]
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionUnit:
+    """One indexable function or method and its fingerprints."""
+
+    symbol: str  # qualified name within the module, e.g. "Parser.parse"
+    line: int
+    end_line: int
+    statements: int
+    tokens: int
+    exact_key: bytes
+    renamed_key: bytes
+    features: np.ndarray  # sorted unique uint64 k-gram hashes
+    names: frozenset[str]  # identifiers it uses: a tie-break between equally shaped twins
+
+    @property
+    def indexable(self) -> bool:
+        return self.statements >= MIN_STATEMENTS and self.tokens >= MIN_TOKENS
+
+    @property
+    def checkable(self) -> bool:
+        return self.statements >= QUERY_MIN_STATEMENTS and self.tokens >= QUERY_MIN_TOKENS
+
+
+def _strip_docstring(body: list[ast.stmt]) -> list[ast.stmt]:
+    if (
+        body
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+        and isinstance(body[0].value.value, str)
+    ):
+        return body[1:]
+    return body
+
+
+def _scope_names(func: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[set[str], set[str]]:
+    """Parameters and locally bound names of a function (nested scopes folded in)."""
+    params: set[str] = set()
+    local: set[str] = set()
+    for node in ast.walk(func):
+        if isinstance(node, ast.arg):
+            params.add(node.arg)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            local.add(node.id)
+        elif isinstance(node, _FUNCS + (ast.ClassDef,)) and node is not func:
+            local.add(node.name)
+        elif isinstance(node, ast.alias):
+            local.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            local.add(node.name)
+    return params, local - params
+
+
+class _Walker:
+    """Emits the role token sequence and the exact token sequence in one pass.
+
+    Role tokens are node kinds; a name is replaced by its role (parameter, local,
+    or free: a global, builtin or import), a literal by its type. Renaming
+    identifiers or changing literals therefore leaves the role sequence unchanged.
+    """
+
+    def __init__(self, params: set[str], local: set[str]) -> None:
+        self.params, self.local = params, local
+        self.roles: list[int] = []
+        self.exact: list[str] = []
+        self.statements = 0
+        self.identifiers: set[str] = set()
+
+    def _name_role(self, name: str) -> int:
+        self.identifiers.add(name)
+        if name in self.params:
+            return _PARAM
+        return _LOCAL if name in self.local else _FREE
+
+    def visit(self, node: ast.AST) -> None:
+        kind = type(node).__name__
+        if isinstance(node, ast.stmt):
+            self.statements += 1
+        if isinstance(node, ast.Constant):
+            self.roles.append(_VOCAB.get("C:" + type(node.value).__name__, _OTHER))
+            self.exact.append(repr(node.value))
+            return
+        if isinstance(node, ast.Name):
+            self.roles.append(self._name_role(node.id))
+            self.exact.append("N" + node.id)
+            return
+        self.roles.append(_VOCAB.get(kind, _OTHER))
+        own = _own_names(node)
+        if own and not isinstance(node, _FUNCS):
+            self.identifiers.add(own)
+        self.exact.append(kind + ":" + own)
+        if isinstance(node, _FUNCS + (ast.ClassDef,)):
+            children: list[ast.AST] = list(node.decorator_list)
+            if not isinstance(node, ast.ClassDef):
+                children.append(node.args)
+                if node.returns is not None:
+                    children.append(node.returns)
+            else:
+                children += node.bases + node.keywords
+            children += _strip_docstring(node.body)
+        else:
+            children = [c for c in ast.iter_child_nodes(node) if not isinstance(c, _SKIP)]
+        for child in children:
+            self.visit(child)
+        if children:
+            self.exact.append("/")
+            if isinstance(node, ast.stmt):
+                self.roles.append(_END)
+
+
+def _own_names(node: ast.AST) -> str:
+    """The literal identifiers a node carries itself (for the exact, type-1 key)."""
+    if isinstance(node, ast.arg):
+        return node.arg
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.keyword):
+        return node.arg or ""
+    if isinstance(node, (ast.Global, ast.Nonlocal)):
+        return ",".join(node.names)
+    if isinstance(node, ast.alias):
+        return f"{node.name} as {node.asname}"
+    if isinstance(node, _FUNCS + (ast.ClassDef,)):
+        return node.name
+    return ""
+
+
+def _features(roles: list[int]) -> np.ndarray:
+    """Sorted unique uint64 hashes of the k-grams of the role sequence."""
+    seq = np.asarray(roles, dtype=np.uint64)
+    if len(seq) < SHINGLE:
+        seq = np.concatenate([seq, np.zeros(SHINGLE - len(seq), dtype=np.uint64)])
+    n = len(seq) - SHINGLE + 1
+    acc = np.full(n, 1469598103934665603, dtype=np.uint64)
+    prime = np.uint64(1099511628211)
+    with np.errstate(over="ignore"):
+        for j in range(SHINGLE):
+            acc = (acc ^ seq[j : j + n]) * prime
+        acc ^= acc >> np.uint64(29)
+    return np.unique(acc)
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode(), digest_size=12).digest()
+
+
+def fingerprint(node: ast.FunctionDef | ast.AsyncFunctionDef, symbol: str) -> FunctionUnit:
+    """Fingerprint one function node (its nested functions are part of its body)."""
+    walker = _Walker(*_scope_names(node))
+    walker.visit(node)
+    return FunctionUnit(
+        symbol=symbol,
+        line=node.lineno,
+        end_line=getattr(node, "end_lineno", None) or node.lineno,
+        statements=walker.statements - 1,  # the def itself is not a statement of the body
+        tokens=len(walker.roles),
+        exact_key=_digest("\x00".join(walker.exact)),
+        renamed_key=hashlib.blake2b(
+            np.asarray(walker.roles, dtype=np.uint16).tobytes(), digest_size=12
+        ).digest(),
+        features=_features(walker.roles),
+        names=frozenset(walker.identifiers),
+    )
+
+
+def iter_functions(tree: ast.AST) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """Module-level functions and methods (also of nested classes), with qualified names.
+
+    Functions nested inside functions are part of their outer function's body, not
+    separate units: a copied outer function would otherwise report each inner one too.
+    """
+    stack: list[tuple[str, ast.AST]] = [("", tree)]
+    while stack:
+        prefix, parent = stack.pop()
+        for child in ast.iter_child_nodes(parent):
+            if isinstance(child, _FUNCS):
+                yield prefix + child.name, child
+            elif isinstance(child, ast.ClassDef):
+                stack.append((prefix + child.name + ".", child))
+            elif isinstance(child, (ast.If, ast.Try, ast.With)) and parent is tree:
+                stack.append((prefix, child))  # `if TYPE_CHECKING:` / try-import blocks
+
+
+def parse_tolerant(source: str) -> ast.Module | None:
+    """Parse what can be parsed: code being streamed may end in an incomplete function.
+
+    On a syntax error the source is cut before the last top-level statement that starts
+    at or before the error and parsing is retried; an indented snippet (a method from a
+    hunk) is dedented first. Returns None when nothing parses.
+    """
+    text = textwrap.dedent(source.replace("\r\n", "\n"))
+    lines = text.split("\n")
+    for _ in range(50):
+        try:
+            return ast.parse("\n".join(lines))
+        except SyntaxError as exc:
+            err = max(1, min(exc.lineno or len(lines), len(lines)))
+            cut = _last_top_level_start(lines, err)
+            if cut <= 0:
+                return None
+            lines = lines[:cut]
+        except (ValueError, RecursionError, MemoryError):
+            return None
+    return None
+
+
+def _last_top_level_start(lines: list[str], err_line: int) -> int:
+    """Index of the last line at or before err_line that starts a top-level statement."""
+    for i in range(min(err_line, len(lines)) - 1, -1, -1):
+        line = lines[i]
+        if line and not line[0].isspace() and not line.startswith(("#", ")", "]", "}")):
+            # decorators belong to the def below them
+            while i > 0 and lines[i - 1].startswith("@"):
+                i -= 1
+            return i
+    return 0
+
+
+def units_from_source(source: str) -> list[FunctionUnit]:
+    """All functions of a module's source (tolerating a broken tail), indexable or not."""
+    tree = parse_tolerant(source)
+    if tree is None:
+        return []
+    return [fingerprint(node, symbol) for symbol, node in iter_functions(tree)]
