@@ -360,8 +360,10 @@ class Engine:
     """Profiles, their backends (created on first use) and the streams running on them."""
 
     def __init__(self, config: CoreConfig, *, record_dir: Path | None = None,
-                 rate_model: RateModel | None = None) -> None:
+                 rate_model: RateModel | None = None,
+                 package_cassettes: bool = True) -> None:
         self.config = config
+        self.package_cassettes = package_cassettes
         self.rates = rate_model or RateModel()
         self.active: dict[str, int] = {}
         self._backends: dict[str, Backend] = {}
@@ -381,7 +383,8 @@ class Engine:
             if profile.backend == "replay":
                 from core.backends.replay import PACKAGE_CASSETTES, ReplayBackend
 
-                folders = [PACKAGE_CASSETTES, *profile.cassettes]
+                folders = [PACKAGE_CASSETTES] if self.package_cassettes else []
+                folders.extend(profile.cassettes)
                 if self.record_dir is not None and self.record_dir.is_dir():
                     folders.append(self.record_dir)
                 backend = ReplayBackend(folders)

@@ -13,8 +13,6 @@ import asyncio
 import logging
 import time
 from http import HTTPStatus
-from typing import Any
-
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
@@ -136,6 +134,7 @@ class CoreServer:
         self.host = host
         self.port = port
         self.token = token
+        self.connections: set[Connection] = set()
         self._server: Server | None = None
 
     def _process_request(self, conn: ServerConnection, request: Request) -> Response | None:
@@ -152,7 +151,12 @@ class CoreServer:
         return None
 
     async def _handler(self, ws: ServerConnection) -> None:
-        await Connection(ws, self.engine).run()
+        conn = Connection(ws, self.engine)
+        self.connections.add(conn)
+        try:
+            await conn.run()
+        finally:
+            self.connections.discard(conn)
 
     async def start(self) -> str:
         self._server = await serve(self._handler, self.host, self.port,
@@ -174,7 +178,3 @@ class CoreServer:
             await self._server.wait_closed()
             self._server = None
         await self.engine.aclose()
-
-
-def server_info(url: str, engine: Engine) -> dict[str, Any]:
-    return {"url": url, "profiles": [p["name"] for p in engine.profile_list()]}

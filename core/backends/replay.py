@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from core.backends.base import BackendError, BackendRequest, BackendStream
-from core.backends.tokens import count_message_tokens, split_tokens
+from core.backends.tokens import count_message_tokens, count_tokens, iter_tokens
 from core.protocol import E_NO_CASSETTES
 
 log = logging.getLogger(__name__)
@@ -143,12 +143,17 @@ class CassetteLibrary:
 
 
 class _ReplayStream(BackendStream):
-    def __init__(self, tokens: list[str], **kw: Any) -> None:
+    """Tokens are cut lazily from the answer, so a long answer costs no extra memory."""
+
+    def __init__(self, answer: str, limit: int, **kw: Any) -> None:
         super().__init__(paced=True, **kw)
-        self._tokens = tokens
+        self._answer = answer
+        self._limit = limit
 
     async def pieces(self) -> AsyncIterator[str]:
-        for token in self._tokens:
+        for i, token in enumerate(iter_tokens(self._answer)):
+            if i >= self._limit:
+                return
             yield token
 
 
@@ -161,17 +166,18 @@ class ReplayBackend:
 
     async def open(self, request: BackendRequest) -> BackendStream:
         cassette, score = self.library.match(request.messages)
-        tokens = split_tokens(cassette.answer)
-        reason = "stop"
-        if request.max_tokens is not None and len(tokens) > request.max_tokens:
-            tokens, reason = tokens[: request.max_tokens], "length"
+        total = count_tokens(cassette.answer)
+        limit, reason = total, "stop"
+        if request.max_tokens is not None and total > request.max_tokens:
+            limit, reason = request.max_tokens, "length"
         usage = {"prompt_tokens": count_message_tokens(request.messages),
-                 "completion_tokens": len(tokens)}
+                 "completion_tokens": limit}
         source = {"backend": "replay", "cassette": cassette.file.name, "id": cassette.id,
                   "title": cassette.title, "score": score}
         if cassette.source.get("model"):
             source["recorded_model"] = cassette.source["model"]
-        return _ReplayStream(tokens, source=source, usage=usage, finish_reason=reason)
+        return _ReplayStream(cassette.answer, limit, source=source, usage=usage,
+                             finish_reason=reason)
 
     async def aclose(self) -> None:
         return None

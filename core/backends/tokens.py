@@ -11,6 +11,7 @@ exactly, which the replay backend relies on.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 _TOKEN = re.compile(r" ?\w{1,6}|[^\S\n]{1,8}|\n|[^\w\s]{1,2}")
 
@@ -20,8 +21,14 @@ def split_tokens(text: str) -> list[str]:
     return _TOKEN.findall(text)
 
 
+def iter_tokens(text: str) -> Iterator[str]:
+    """The same pieces as `split_tokens`, one at a time (no list for long answers)."""
+    for match in _TOKEN.finditer(text):
+        yield match.group()
+
+
 def count_tokens(text: str) -> int:
-    return len(_TOKEN.findall(text))
+    return sum(1 for _ in _TOKEN.finditer(text))
 
 
 def count_message_tokens(messages: list[dict[str, str]]) -> int:

@@ -1,0 +1,237 @@
+"""OpenAI-compatible backend: `/v1/chat/completions` with `stream: true` over httpx.
+
+httpx rather than the `openai` package: it is already a dependency, it is far lighter,
+and reading the raw byte stream lets us time the first content byte ourselves (TTFT)
+instead of trusting a client library's buffering. Works with Cerebras Cloud, OpenAI,
+vLLM, SGLang, llama.cpp server, Ollama and LM Studio, which all speak this dialect.
+
+Every failure becomes a `BackendError` with a stable code, so only that stream gets an
+`error` frame: 401/403 `auth`, 404 `model_not_found`, 429 `rate_limited` (retried while
+Retry-After is short), 5xx `upstream_error`, `connect_failed`, `connect_timeout`,
+`read_timeout`, and `stream_cut` when the answer stops before its end.
+The API key is read from the environment variable the profile names; it is sent in the
+Authorization header and nowhere else (never logged, never recorded).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import os
+import time
+from collections.abc import AsyncIterator
+from datetime import datetime, timezone
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from core import protocol as P
+from core.backends.base import BackendError, BackendRequest, BackendStream
+from core.profiles import Profile
+
+
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds to wait from a Retry-After header (delta-seconds or an HTTP date)."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    now_dt = datetime.fromtimestamp(now if now is not None else time.time(), timezone.utc)
+    return max(0.0, (when - now_dt).total_seconds())
+
+
+def _upstream_message(response: httpx.Response) -> str:
+    try:
+        body = response.json()
+        err = body.get("error") if isinstance(body, dict) else None
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])[:500]
+        if isinstance(err, str):
+            return err[:500]
+    except (ValueError, json.JSONDecodeError):
+        pass
+    return response.text[:300].strip() or response.reason_phrase
+
+
+def endpoint_label(base_url: str) -> str:
+    """scheme://host[:port]/path without credentials or query, safe to show and record."""
+    parts = urlsplit(base_url)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return f"{parts.scheme}://{host}{parts.path}".rstrip("/")
+
+
+class _OpenAIStream(BackendStream):
+    def __init__(self, response: httpx.Response, t_sent: float, **kw: Any) -> None:
+        super().__init__(paced=False, **kw)
+        self._response = response
+        self._t_sent = t_sent
+
+    async def pieces(self) -> AsyncIterator[str]:
+        t_first: float | None = None
+        t_last = self._t_sent
+        seen_done = False
+        n_chunks = 0
+        data_lines: list[str] = []
+        try:
+            async for line in self._response.aiter_lines():
+                if line.startswith("data:"):
+                    data_lines.append(line[5:].lstrip(" "))
+                    continue
+                if line.strip() or not data_lines:
+                    continue  # comments (": ..."), event:/id: fields, stray blank lines
+                data, data_lines = "\n".join(data_lines), []
+                if data.strip() == "[DONE]":
+                    seen_done = True
+                    break
+                for text in self._handle_event(data):
+                    now = time.perf_counter()
+                    if t_first is None:
+                        t_first = now
+                    t_last = now
+                    n_chunks += 1
+                    yield text
+        except httpx.ReadTimeout:
+            raise BackendError(P.E_READ_TIMEOUT, f"{self.source.get('endpoint')} sent nothing "
+                               "for longer than the read timeout") from None
+        except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
+            raise BackendError(P.E_STREAM_CUT, "the answer stream was cut before its end "
+                               f"({type(exc).__name__})") from None
+        if not seen_done and self.finish_reason is None:
+            raise BackendError(P.E_STREAM_CUT, "the answer stream ended before its end "
+                               "(no finish_reason, no [DONE])")
+        completion = (self.usage or {}).get("completion_tokens") or n_chunks
+        ttft_ms = (t_first - self._t_sent) * 1000.0 if t_first is not None else None
+        tps = completion / (t_last - t_first) if t_first is not None and t_last > t_first else None
+        self.measured = {"ttft_ms": None if ttft_ms is None else round(ttft_ms, 3),
+                         "tokens_per_s": None if tps is None else round(tps, 3)}
+
+    def _handle_event(self, data: str) -> list[str]:
+        try:
+            obj = json.loads(data)
+        except ValueError:
+            raise BackendError(P.E_BAD_UPSTREAM,
+                               f"the endpoint sent a chunk that is not JSON: {data[:120]!r}") from None
+        if not isinstance(obj, dict):
+            raise BackendError(P.E_BAD_UPSTREAM, "the endpoint sent a chunk that is not an object")
+        if obj.get("error"):
+            err = obj["error"]
+            msg = err.get("message") if isinstance(err, dict) else str(err)
+            raise BackendError(P.E_UPSTREAM, f"the endpoint reported an error mid-stream: {msg}")
+        usage = obj.get("usage")
+        if isinstance(usage, dict):
+            self.usage = {"prompt_tokens": int(usage.get("prompt_tokens") or 0),
+                          "completion_tokens": int(usage.get("completion_tokens") or 0)}
+        out: list[str] = []
+        for choice in obj.get("choices") or []:
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            content = delta.get("content") if isinstance(delta, dict) else None
+            if isinstance(content, str) and content:
+                out.append(content)
+            reason = choice.get("finish_reason")
+            if reason:
+                self.finish_reason = "length" if reason == "length" else "stop"
+        return out
+
+    async def aclose(self) -> None:
+        await self._response.aclose()
+
+
+class OpenAIBackend:
+    """One pooled httpx client per profile; the core's connections to the endpoint persist."""
+
+    def __init__(self, profile: Profile, *, env: dict[str, str] | None = None,
+                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+        env = dict(os.environ) if env is None else env
+        assert profile.base_url
+        self.profile = profile
+        self.model = profile.api_model or profile.model or ""
+        self.endpoint = endpoint_label(profile.base_url)
+        headers = {"Accept": "text/event-stream"}
+        if profile.api_key_env:
+            key = env.get(profile.api_key_env)
+            if not key:
+                raise BackendError(P.E_AUTH, f"environment variable {profile.api_key_env} "
+                                   "is not set")
+            headers["Authorization"] = f"Bearer {key}"
+        timeout = httpx.Timeout(connect=profile.connect_timeout_s, read=profile.read_timeout_s,
+                                write=profile.read_timeout_s, pool=profile.connect_timeout_s)
+        self._client = httpx.AsyncClient(base_url=profile.base_url.rstrip("/") + "/",
+                                         headers=headers, timeout=timeout, transport=transport)
+
+    def _body(self, request: BackendRequest) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": self.model, "messages": request.messages,
+                                "stream": True, "stream_options": {"include_usage": True}}
+        if request.max_tokens is not None:
+            body["max_tokens"] = request.max_tokens
+        return body
+
+    async def open(self, request: BackendRequest) -> BackendStream:
+        body = self._body(request)
+        attempt = 0
+        while True:
+            t_sent = time.perf_counter()
+            try:
+                req = self._client.build_request("POST", "chat/completions", json=body)
+                response = await self._client.send(req, stream=True)
+            except httpx.ConnectTimeout:
+                raise BackendError(P.E_CONNECT_TIMEOUT, f"{self.endpoint} did not accept a "
+                                   f"connection within {self.profile.connect_timeout_s:g} s") from None
+            except httpx.ConnectError as exc:
+                raise BackendError(P.E_CONNECT, f"cannot connect to {self.endpoint}: {exc}") from None
+            except httpx.ReadTimeout:
+                raise BackendError(P.E_READ_TIMEOUT, f"{self.endpoint} did not answer within "
+                                   f"{self.profile.read_timeout_s:g} s") from None
+            except httpx.HTTPError as exc:
+                raise BackendError(P.E_UPSTREAM, f"request to {self.endpoint} failed: "
+                                   f"{type(exc).__name__}: {exc}") from None
+            if response.status_code == 200:
+                source = {"backend": "openai", "model": self.model, "endpoint": self.endpoint}
+                return _OpenAIStream(response, t_sent, source=source)
+            try:
+                await response.aread()
+            except httpx.HTTPError:
+                pass
+            finally:
+                await response.aclose()
+            code = response.status_code
+            message = _upstream_message(response)
+            if code == 429:
+                wait = parse_retry_after(response.headers.get("Retry-After"))
+                if (wait is not None and wait <= self.profile.max_retry_wait_s
+                        and attempt < self.profile.max_retries):
+                    attempt += 1
+                    await asyncio.sleep(wait)
+                    continue
+                hint = f"; retry after {wait:g} s" if wait is not None else ""
+                raise BackendError(P.E_RATE_LIMITED, f"{self.endpoint} is rate limiting "
+                                   f"(HTTP 429{hint}): {message}", retry_after_s=wait)
+            if code in (401, 403):
+                env_hint = f" in ${self.profile.api_key_env}" if self.profile.api_key_env else ""
+                raise BackendError(P.E_AUTH, f"{self.endpoint} refused the API key{env_hint} "
+                                   f"(HTTP {code}): {message}")
+            if code == 404:
+                raise BackendError(P.E_MODEL_NOT_FOUND, f"model '{self.model}' not found at "
+                                   f"{self.endpoint} (HTTP 404): {message}")
+            if code >= 500:
+                raise BackendError(P.E_UPSTREAM, f"{self.endpoint} failed (HTTP {code}): "
+                                   f"{message}")
+            raise BackendError(P.E_UPSTREAM, f"{self.endpoint} rejected the request "
+                               f"(HTTP {code}): {message}")
+
+    async def aclose(self) -> None:
+        await self._client.aclose()

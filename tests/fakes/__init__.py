@@ -1,0 +1,1 @@
+"""Test doubles other areas can share (loopback only)."""
