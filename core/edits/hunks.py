@@ -75,6 +75,42 @@ def make_hunks(path: str, old_text: str, new_text: str) -> list[Hunk]:
     return hunks
 
 
+def make_hunks_tracked(path: str, old_text: str, new_text: str,
+                       origin: list[int | None]) -> list[Hunk]:
+    """Like make_hunks, but diffs only the regions edits touched.
+
+    `origin[j]` is the old line index that new line j still is, or None for a line an
+    edit wrote; lines between two consecutive surviving originals are one region.
+    """
+    a = old_text.splitlines(keepends=True)
+    b = new_text.splitlines(keepends=True)
+    if len(origin) != len(b):
+        return make_hunks(path, old_text, new_text)
+    hunks: list[Hunk] = []
+    i = j = 0  # next old / new line not yet accounted for
+    anchors = [(o, n) for n, o in enumerate(origin) if o is not None]
+    anchors.append((len(a), len(b)))
+    for ai, bj in anchors:
+        if ai > i or bj > j:
+            hunks.extend(_diff_region(path, a, b, i, ai, j, bj))
+        i, j = ai + 1, bj + 1
+    return hunks
+
+
+def _diff_region(path: str, a: list[str], b: list[str], i1: int, i2: int, j1: int,
+                 j2: int) -> list[Hunk]:
+    sm = difflib.SequenceMatcher(None, a[i1:i2], b[j1:j2], autojunk=False)
+    out = []
+    for tag, x1, x2, y1, y2 in sm.get_opcodes():
+        if tag == "equal":
+            continue
+        s, e = i1 + x1, i1 + x2
+        old, new = a[s:e], b[j1 + y1:j1 + y2]
+        out.append(Hunk(hunk_id(path, s + 1, old, new), path, s + 1, old, new,
+                        a[max(0, s - CONTEXT):s], a[e:e + CONTEXT]))
+    return out
+
+
 def apply_hunks(old_text: str, hunks: list[Hunk], accepted: set[str] | None = None) -> str:
     """old_text with the accepted hunks applied (all of them when accepted is None)."""
     lines = old_text.splitlines(keepends=True)

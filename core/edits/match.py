@@ -38,6 +38,17 @@ def _find_all(lines: list[str], needle: list[str], key) -> list[int]:
     n = len(needle)
     if n == 0 or n > len(lines):
         return []
+    if key is None:  # exact: no keyed copy of the file needed
+        first, hits, i = needle[0], [], 0
+        last = len(lines) - n
+        while True:
+            try:
+                i = lines.index(first, i, last + 1)
+            except ValueError:
+                return hits
+            if lines[i:i + n] == needle:
+                hits.append(i)
+            i += 1
     want = [key(s) for s in needle]
     keyed = [key(s) for s in lines]
     first = want[0]
@@ -63,7 +74,7 @@ def find(lines: list[str], search: list[str], *, path: str = "?",
          threshold: float = FUZZY_THRESHOLD) -> Match:
     """Find `search` in `lines`; raise MatchError naming `path` when it is not unique."""
     tiers = (
-        ("exact", lambda s: s),
+        ("exact", None),
         ("whitespace", lambda s: s.rstrip()),
         ("indent", lambda s: " ".join(s.split())),
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from core.edits.hunks import Hunk, apply_hunks, make_hunks, rebase_hunk
+from core.edits.hunks import Hunk, apply_hunks, make_hunks_tracked, rebase_hunk
 from core.edits.match import MatchError, find, reindent, split_lines
 from core.edits.parser import Edit
 from core.workspace.files import Workspace, WorkspaceError
@@ -98,68 +98,136 @@ class Proposal:
         return any(s == "stale" for s in self.status(ws).values())
 
 
+class FileEditor:
+    """Applies edits one after another to one file's lines, remembering which lines are
+    still the original ones, so hunks are diffed only where edits landed (fast on big
+    files, and aligned with what the model meant)."""
+
+    def __init__(self, path: str, old_text: str) -> None:
+        self.path = path
+        self.lines: list[str] = old_text.splitlines()
+        self.origin: list[int | None] = list(range(len(self.lines)))
+        self.final_newline = old_text.endswith("\n") if old_text else True
+
+    def text(self) -> str:
+        if not self.lines:
+            return ""
+        return "\n".join(self.lines) + ("\n" if self.final_newline else "")
+
+    def _splice(self, start: int, end: int, new: list[str]) -> None:
+        self.lines[start:end] = new
+        self.origin[start:end] = [None] * len(new)
+
+    def apply(self, edit: Edit) -> None:
+        """Apply one edit; MatchError when its SEARCH text cannot be placed."""
+        replace = split_lines(edit.replace)
+        if edit.kind == "whole_file":
+            self._splice(0, len(self.lines), replace)
+            return
+        search = split_lines(edit.search)
+        if not search or not "".join(search).strip():
+            if not "".join(self.lines).strip():
+                self._splice(0, len(self.lines), replace)
+            else:  # an empty SEARCH on an existing file appends, as models use it
+                self._splice(len(self.lines), len(self.lines), replace)
+            return
+        m = find(self.lines, search, path=self.path)
+        self._splice(m.start, m.end, reindent(replace, m))
+
+
 def apply_edit_to_text(text: str, edit: Edit, path: str) -> str:
     """text with one edit applied; MatchError when its SEARCH text cannot be placed."""
-    if edit.kind == "whole_file":
-        return edit.replace
-    search = split_lines(edit.search)
-    if not search or not "".join(search).strip():
-        if not text.strip():
-            return edit.replace
-        # an empty SEARCH on an existing file appends, as models use it for additions
-        sep = "" if text.endswith("\n") else "\n"
-        return text + sep + edit.replace
-    lines = text.splitlines(keepends=True)
-    bare = [s.rstrip("\n") for s in lines]
-    m = find(bare, search, path=path)
-    replace = reindent(split_lines(edit.replace), m)
-    new_block = [s + "\n" for s in replace]
-    if m.end == len(lines) and lines and not lines[-1].endswith("\n") and new_block:
-        new_block[-1] = new_block[-1].rstrip("\n")
-    return "".join(lines[:m.start] + new_block + lines[m.end:])
+    ed = FileEditor(path, text)
+    ed.apply(edit)
+    return ed.text()
+
+
+def _missing_file_error(rel: str) -> EditError:
+    return EditError(rel, f"{rel}: file does not exist, so its SEARCH text cannot be "
+                          f"found (to create it, use an empty SEARCH part)")
+
+
+def _build_file(rel: str, old: str, fp: str, exists: bool, edits: list[Edit]
+                ) -> tuple[FileProposal | None, list[EditError]]:
+    errors: list[EditError] = []
+    ed = FileEditor(rel, old)
+    for e in edits:
+        if not exists and not ed.lines and e.search.strip() and e.kind != "whole_file":
+            errors.append(_missing_file_error(rel))
+            continue
+        try:
+            ed.apply(e)
+        except MatchError as exc:
+            errors.append(EditError(rel, str(exc)))
+    new = ed.text()
+    if new == old:
+        return None, errors
+    hunks = make_hunks_tracked(rel, old, new, ed.origin)
+    return FileProposal(rel, old, new, hunks, not exists, fp), errors
+
+
+class ProposalBuilder:
+    """Rebuilds a proposal as edits stream in, recomputing only files whose edits (or
+    content on disk) changed since the last build."""
+
+    def __init__(self, ws: Workspace) -> None:
+        self.ws = ws
+        self._rel: dict[str, str | WorkspaceError] = {}
+        self._cache: dict[str, tuple[tuple[Edit, ...], str, FileProposal | None,
+                                     list[EditError]]] = {}
+
+    def _relpath(self, path: str) -> str:
+        if path not in self._rel:
+            try:
+                self._rel[path] = self.ws.relpath(path)
+            except WorkspaceError as exc:
+                self._rel[path] = exc
+        got = self._rel[path]
+        if isinstance(got, WorkspaceError):
+            raise got
+        return got
+
+    def build(self, edits: list[Edit]) -> Proposal:
+        order: list[str] = []
+        by_path: dict[str, list[Edit]] = {}
+        errors: list[EditError] = []
+        for e in edits:
+            try:
+                rel = self._relpath(e.path)
+            except WorkspaceError as exc:
+                errors.append(EditError(e.path, str(exc)))
+                continue
+            if rel not in by_path:
+                order.append(rel)
+                by_path[rel] = []
+            by_path[rel].append(e)
+        files: list[FileProposal] = []
+        for rel in order:
+            try:
+                old, fp, exists = self.ws.snapshot(rel)
+            except WorkspaceError as exc:
+                errors.append(EditError(rel, str(exc)))
+                continue
+            key = tuple(by_path[rel])
+            hit = self._cache.get(rel)
+            if hit is not None and hit[0] == key and hit[1] == fp:
+                fprop, errs = hit[2], hit[3]
+            else:
+                fprop, errs = _build_file(rel, old, fp, exists, by_path[rel])
+                self._cache[rel] = (key, fp, fprop, errs)
+            errors.extend(errs)
+            if fprop is not None:
+                files.append(fprop)
+        return Proposal(files, errors)
 
 
 def build_proposal(ws: Workspace, edits: list[Edit]) -> Proposal:
     """Compose the edits per file (in order) against the files as they are now.
 
     A bad edit becomes an EditError; later edits to the same file and edits to other
-    files still apply.
+    files still apply.  (While streaming, ProposalBuilder does the same incrementally.)
     """
-    order: list[str] = []
-    by_path: dict[str, list[Edit]] = {}
-    errors: list[EditError] = []
-    for e in edits:
-        try:
-            rel = ws.relpath(e.path)
-        except WorkspaceError as exc:
-            errors.append(EditError(e.path, str(exc)))
-            continue
-        if rel not in by_path:
-            order.append(rel)
-            by_path[rel] = []
-        by_path[rel].append(e)
-    files: list[FileProposal] = []
-    for rel in order:
-        try:
-            old, fp, exists = ws.snapshot(rel)
-        except WorkspaceError as exc:
-            errors.append(EditError(rel, str(exc)))
-            continue
-        text = old
-        for e in by_path[rel]:
-            if not exists and text == "" and e.search.strip() and e.kind != "whole_file":
-                errors.append(EditError(rel, f"{rel}: file does not exist, so its SEARCH "
-                                             f"text cannot be found (to create it, use an "
-                                             f"empty SEARCH part)"))
-                continue
-            try:
-                text = apply_edit_to_text(text, e, rel)
-            except MatchError as exc:
-                errors.append(EditError(rel, str(exc)))
-        if text == old:
-            continue
-        files.append(FileProposal(rel, old, text, make_hunks(rel, old, text), not exists, fp))
-    return Proposal(files, errors)
+    return ProposalBuilder(ws).build(edits)
 
 
 def apply_proposal(ws: Workspace, proposal: Proposal, accepted: set[str], *,

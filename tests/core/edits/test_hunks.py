@@ -74,3 +74,27 @@ def test_rebase_tolerates_edit_next_to_context():
     changed = old.replace("line8\n", "user8\n")
     moved = rebase_hunk(h, changed.splitlines(keepends=True))
     assert moved is not None and moved.old_start == 11
+
+
+@given(_lines, st.lists(st.tuples(st.integers(0, 40), st.integers(0, 4), _lines), max_size=5),
+       st.data())
+@settings(max_examples=300, deadline=None)
+def test_tracked_hunks_match_the_edits_for_any_subset(a, splices, data):
+    from core.edits.hunks import make_hunks_tracked
+
+    old = "".join(a)
+    lines = [s.rstrip("\n") for s in a]
+    origin: list[int | None] = list(range(len(lines)))
+    for pos, span, new in splices:
+        s = min(pos, len(lines))
+        e = min(s + span, len(lines))
+        block = [x.rstrip("\n") for x in new]
+        lines[s:e] = block
+        origin[s:e] = [None] * len(block)
+    new_text = "".join(x + "\n" for x in lines)
+    hunks = make_hunks_tracked("f.py", old, new_text, origin)
+    ids = [h.id for h in hunks]
+    assert apply_hunks(old, hunks, set(ids)) == new_text
+    assert apply_hunks(old, hunks, set()) == old
+    subset = set(data.draw(st.lists(st.sampled_from(ids), unique=True)) if ids else [])
+    assert apply_hunks(old, hunks, subset) == _splice_oracle(old, hunks, subset)
