@@ -1,0 +1,63 @@
+"""Personalised PageRank over a weighted edge list, vectorised with numpy.
+
+The repo map ranks symbols by how much the rest of the code leans on them, biased toward
+what the user is working on (the files in the chat, names in the prompt). A power
+iteration with `np.bincount` handles the standard library's graph (~100k edges) in
+milliseconds, so ranking can run per prompt while the graph itself stays cached.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Graph:
+    """A directed graph as arrays; `weight` is normalised so each source's out-edges sum to 1."""
+
+    size: int
+    src: np.ndarray
+    dst: np.ndarray
+    weight: np.ndarray
+    dangling: np.ndarray  # bool per node: no out-edges
+
+    @classmethod
+    def from_edges(cls, size: int, src: list[int], dst: list[int], weight: list[float]) -> Graph:
+        s = np.asarray(src, dtype=np.int64)
+        d = np.asarray(dst, dtype=np.int64)
+        w = np.asarray(weight, dtype=np.float64)
+        out = np.bincount(s, weights=w, minlength=size) if len(s) else np.zeros(size)
+        norm = np.where(out[s] > 0, w / np.where(out[s] > 0, out[s], 1.0), 0.0) if len(s) else w
+        return cls(size=size, src=s, dst=d, weight=norm, dangling=out <= 0)
+
+
+def pagerank(
+    graph: Graph,
+    personal: np.ndarray | None = None,
+    damping: float = 0.85,
+    max_iter: int = 100,
+    tol: float = 1e-9,
+) -> np.ndarray:
+    """Stationary distribution of a random walk that restarts at `personal` (uniform if None).
+
+    Mass at nodes without out-edges restarts at `personal` too, so the result sums to 1.
+    """
+    n = graph.size
+    if n == 0:
+        return np.zeros(0)
+    if personal is None or not np.any(personal > 0):
+        p = np.full(n, 1.0 / n)
+    else:
+        p = np.asarray(personal, dtype=np.float64)
+        p = p / p.sum()
+    x = p.copy()
+    for _ in range(max_iter):
+        flow = np.bincount(graph.dst, weights=graph.weight * x[graph.src], minlength=n)
+        restart = (1.0 - damping) + damping * x[graph.dangling].sum()
+        new = damping * flow + restart * p
+        if np.abs(new - x).sum() < tol:
+            return new
+        x = new
+    return x

@@ -1,0 +1,384 @@
+"""A compact map of the tree's symbols, ranked for the task at hand, within a token budget.
+
+A model can only reuse code it knows exists (seed 000's duplicate drift). The map gives it
+one signature line per class and function, chosen by a personalised PageRank over a
+bipartite graph: files point at the names they mention, names point at the files that
+define them. The walk restarts at the files in the chat and at names and files mentioned in
+the prompt, so the map leans toward what the user is working on; names used across the
+tree rank high on their own.
+
+Per-file scans are cached (keyed by mtime and size) and updated from file events; the graph
+is rebuilt from the cached scans only after a change; each prompt only reruns the ranking
+and renders the top lines until the budget is spent.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from core.context import tags as tagmod
+from core.context.rank import Graph, pagerank
+from core.context.tokens import estimate_tokens
+from core.context.tree import list_files
+
+MAX_SCAN_BYTES = 512_000  # larger source files are generated or vendored; not mapped
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass
+class _Scan:
+    mtime_ns: int
+    size: int
+    tags: tagmod.FileTags
+
+
+@dataclass
+class _GraphState:
+    """The reference graph plus flat arrays over every definition, for vectorised scoring."""
+
+    files: list[str]
+    file_index: dict[str, int]
+    ident_index: dict[str, int]  # node id = len(files) + position
+    graph: Graph
+    def_refs: list[tuple[str, tagmod.Definition]]
+    def_file: np.ndarray  # file node of each definition
+    def_ident: np.ndarray  # ident node of each definition, -1 when unmapped
+    def_share: np.ndarray  # 1 / number of files defining the same name
+    def_scale: np.ndarray  # 1/(defs in its file + 1): a file's rank spread over its defs
+    def_factor: np.ndarray  # 0.1 for private names, else 1
+
+
+@dataclass(frozen=True)
+class MapEntry:
+    """One rendered line: a definition in a file, and why it ranked where it did."""
+
+    path: str
+    definition: tagmod.Definition
+    score: float
+
+
+@dataclass
+class RepoMapResult:
+    """The rendered map text, its token count and the entries in it."""
+
+    text: str
+    tokens: int
+    entries: list[MapEntry] = field(default_factory=list)
+    files_scanned: int = 0
+
+
+class RepoMap:
+    """Symbols of a tree, kept current by `on_file_event`, rendered per prompt by `render`."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root).resolve()
+        self._lock = threading.RLock()
+        self._all_files: set[str] | None = None
+        self._scans: dict[str, _Scan] = {}
+        self._graph: _GraphState | None = None
+        self._signatures: dict[str, tuple[int, dict[int, tagmod.Definition]]] = {}
+
+    # -- tree and cache ---------------------------------------------------------------
+    def all_files(self) -> set[str]:
+        """Every file in the tree (ignored ones left out), scanned or not."""
+        with self._lock:
+            self._ensure_built()
+            assert self._all_files is not None
+            return set(self._all_files)
+
+    def source_files(self) -> list[str]:
+        """Files the map reads symbols from."""
+        with self._lock:
+            self._ensure_built()
+            return sorted(self._scans)
+
+    def on_file_event(self, rel: str) -> None:
+        """Bring one file's entry up to date after it was created, changed or deleted."""
+        rel = rel.replace(os.sep, "/").lstrip("/")
+        with self._lock:
+            if self._all_files is None:
+                return  # nothing cached yet; the first build reads the file as it is
+            path = self.root / rel
+            if path.is_file():
+                self._all_files.add(rel)
+                changed = self._scan_one(rel)
+            else:
+                self._all_files.discard(rel)
+                changed = self._scans.pop(rel, None) is not None
+                self._signatures.pop(rel, None)
+            if changed:
+                self._graph = None
+
+    def refresh(self) -> None:
+        """Re-list the tree and rescan what changed (by mtime and size)."""
+        with self._lock:
+            self._all_files = set(list_files(self.root))
+            for rel in list(self._scans):
+                if rel not in self._all_files:
+                    del self._scans[rel]
+                    self._signatures.pop(rel, None)
+            for rel in self._all_files:
+                self._scan_one(rel)
+            self._graph = None
+
+    def _ensure_built(self) -> None:
+        if self._all_files is None:
+            self.refresh()
+
+    def _scan_one(self, rel: str) -> bool:
+        """(Re)scan rel if it is a mappable source file that changed; True if the map changed."""
+        lang = tagmod.language_for(rel)
+        if lang is None:
+            return False
+        try:
+            st = os.stat(self.root / rel)
+        except OSError:
+            return self._scans.pop(rel, None) is not None
+        old = self._scans.get(rel)
+        if old is not None and old.mtime_ns == st.st_mtime_ns and old.size == st.st_size:
+            return False
+        data = self._read(rel, st.st_size)
+        if data is None:
+            return self._scans.pop(rel, None) is not None
+        try:
+            file_tags = tagmod.scan_source(lang, data)
+        except Exception:  # noqa: BLE001 -- a grammar that fails must not take the map down
+            return self._scans.pop(rel, None) is not None
+        self._scans[rel] = _Scan(st.st_mtime_ns, st.st_size, file_tags)
+        self._signatures.pop(rel, None)
+        return True
+
+    def _read(self, rel: str, size: int) -> bytes | None:
+        if size > MAX_SCAN_BYTES:
+            return None
+        try:
+            data = (self.root / rel).read_bytes()
+        except OSError:
+            return None
+        return None if b"\0" in data[:8192] else data
+
+    # -- graph and ranking -------------------------------------------------------------
+    def _graph_state(self) -> _GraphState:
+        if self._graph is not None:
+            return self._graph
+        files = sorted(self._scans)
+        file_index = {rel: i for i, rel in enumerate(files)}
+        definers: dict[str, list[int]] = {}
+        for i, rel in enumerate(files):
+            for d in self._scans[rel].tags.defs:
+                if _mappable_name(d.name):
+                    owners = definers.setdefault(d.name, [])
+                    if not owners or owners[-1] != i:
+                        owners.append(i)
+        base = len(files)
+        ident_index = {name: base + k for k, name in enumerate(sorted(definers))}
+        # name -> (node, weight, the only defining file or -1)
+        info = {
+            name.encode("utf-8"): (ident_index[name], _name_weight(name, len(owners)),
+                                   owners[0] if len(owners) == 1 else -1)
+            for name, owners in definers.items()
+        }
+        defined = info.keys()
+        src: list[int] = []
+        dst: list[int] = []
+        weight: list[float] = []
+        for i, rel in enumerate(files):
+            # a file mentioning its own (sole) definition is no reference
+            hits = [info[name] for name in self._scans[rel].tags.refs & defined]
+            hits = [h for h in hits if h[2] != i]
+            src.extend([i] * len(hits))
+            dst.extend([h[0] for h in hits])
+            weight.extend([h[1] for h in hits])
+        for name, owners in definers.items():
+            src.extend([ident_index[name]] * len(owners))
+            dst.extend(owners)
+            weight.extend([1.0] * len(owners))
+        graph = Graph.from_edges(base + len(ident_index), src, dst, weight)
+        def_refs: list[tuple[str, tagmod.Definition]] = []
+        def_file: list[int] = []
+        def_ident: list[int] = []
+        def_share: list[float] = []
+        def_scale: list[float] = []
+        def_factor: list[float] = []
+        for i, rel in enumerate(files):
+            defs = self._scans[rel].tags.defs
+            per_file = 1.0 / (len(defs) + 1)
+            for d in defs:
+                def_refs.append((rel, d))
+                def_file.append(i)
+                node = ident_index.get(d.name, -1)
+                def_ident.append(node)
+                def_share.append(1.0 / len(definers[d.name]) if node >= 0 else 0.0)
+                def_scale.append(per_file)
+                def_factor.append(_definition_factor(d.name))
+        self._graph = _GraphState(
+            files, file_index, ident_index, graph, def_refs,
+            np.asarray(def_file, dtype=np.int64), np.asarray(def_ident, dtype=np.int64),
+            np.asarray(def_share), np.asarray(def_scale), np.asarray(def_factor),
+        )
+        return self._graph
+
+    def rank(
+        self,
+        chat_files: Iterable[str] = (),
+        mentioned_files: Iterable[str] = (),
+        mentioned_names: Iterable[str] = (),
+    ) -> Iterator[MapEntry]:
+        """Definitions outside the chat files with a positive score, best first (lazily)."""
+        with self._lock:
+            self._ensure_built()
+            state = self._graph_state()
+            chat = [state.file_index[r] for r in set(chat_files) if r in state.file_index]
+            personal = np.zeros(state.graph.size)
+            for node in chat:
+                personal[node] += 1.0
+            for rel in set(mentioned_files):
+                if rel in state.file_index:
+                    personal[state.file_index[rel]] += 1.0
+            for name in set(mentioned_names):
+                if name in state.ident_index:
+                    personal[state.ident_index[name]] += 1.0
+            ranks = pagerank(state.graph, personal if personal.any() else None)
+            ident_rank = np.where(state.def_ident >= 0, ranks[state.def_ident], 0.0)
+            score = ranks[state.def_file] * state.def_scale + ident_rank * state.def_share
+            score *= state.def_factor
+            score[np.isin(state.def_file, chat)] = 0.0
+            order = np.argsort(-score, kind="stable")
+        for k in order:
+            if score[k] <= 0:
+                return
+            rel, d = state.def_refs[k]
+            yield MapEntry(rel, d, float(score[k]))
+
+    # -- rendering ----------------------------------------------------------------------
+    def render(
+        self,
+        budget: int,
+        chat_files: Iterable[str] = (),
+        prompt: str = "",
+        mentioned_files: Iterable[str] = (),
+    ) -> RepoMapResult:
+        """The best-ranked signature lines whose rendering fits in `budget` tokens."""
+        with self._lock:
+            self._ensure_built()
+            if budget <= 0:
+                return RepoMapResult("", 0, [], len(self._scans))
+            names = set(_WORD.findall(prompt)) if prompt else set()
+            ranked = self.rank(chat_files, mentioned_files, names)
+            chosen: dict[str, dict[int, MapEntry]] = {}
+            order: list[str] = []
+            spent = 0
+            misses = 0  # consecutive lines that did not fit; bounds files parsed per render
+            for entry in ranked:
+                if entry.score <= 0:
+                    break
+                sigs = self._file_signatures(entry.path)
+                exact = sigs.get(entry.definition.line)
+                if exact is None:
+                    continue  # e.g. a nested helper or a `def` inside a string
+                lines = chosen.get(entry.path)
+                cost = 0 if lines is not None else estimate_tokens(entry.path + ":\n")
+                additions = [exact] + [
+                    p for p in _parents(sigs, exact)
+                    if lines is None or p.line not in lines
+                ]
+                cost += sum(estimate_tokens(_line(d)) for d in additions)
+                if spent + cost > budget:
+                    misses += 1
+                    if spent >= budget * 0.95 or misses > 50:
+                        break
+                    continue  # a shorter line further down may still fit
+                misses = 0
+                spent += cost
+                if lines is None:
+                    lines = chosen[entry.path] = {}
+                    order.append(entry.path)
+                for d in additions:
+                    lines.setdefault(d.line, MapEntry(entry.path, d, entry.score))
+            text = _render_text(order, chosen)
+            tokens = estimate_tokens(text)
+            while tokens > budget and order:
+                last = order[-1]
+                lines = chosen[last]
+                lines.pop(max(lines))
+                if not lines:
+                    order.pop()
+                    del chosen[last]
+                text = _render_text(order, chosen)
+                tokens = estimate_tokens(text)
+            entries = [e for rel in order for _, e in sorted(chosen[rel].items())]
+            return RepoMapResult(text, tokens, entries, len(self._scans))
+
+    def _file_signatures(self, rel: str) -> dict[int, tagmod.Definition]:
+        scan = self._scans[rel]
+        cached = self._signatures.get(rel)
+        if cached is not None and cached[0] == scan.mtime_ns:
+            return cached[1]
+        sigs: dict[int, tagmod.Definition] | None = None
+        if scan.tags.lang == "python":
+            data = self._read(rel, scan.size)
+            if data is not None:
+                text = data.decode("utf-8", "replace")
+                sigs = tagmod.python_signatures(text, scan.tags.defs)
+        if sigs is None:
+            sigs = {d.line: d for d in scan.tags.defs}
+        self._signatures[rel] = (scan.mtime_ns, sigs)
+        return sigs
+
+
+def _mappable_name(name: str) -> bool:
+    return len(name) > 1 and not (name.startswith("__") and name.endswith("__"))
+
+
+def _definition_factor(name: str) -> float:
+    """Private names and test functions (run by the test runner, never called) say little
+    about the code a model should reuse."""
+    return 0.1 if name.startswith(("_", "test_", "Test")) else 1.0
+
+
+def _name_weight(name: str, owners: int) -> float:
+    """How much a reference to `name` says about the files that define it."""
+    weight = 1.0
+    if name.startswith("_"):
+        weight *= 0.1
+    if owners > 5:
+        weight *= 0.1  # `run`, `get`, `main`: defined everywhere, says little
+    if len(name) >= 8 and ("_" in name.strip("_") or name != name.lower()):
+        weight *= 3.0  # long specific names are strong evidence
+    elif len(name) <= 4 and name.islower():
+        weight *= 0.3  # `repo`, `pos`, `left`: as likely a local variable as a reference
+    return weight
+
+
+def _parents(sigs: dict[int, tagmod.Definition], d: tagmod.Definition) -> list[tagmod.Definition]:
+    """Enclosing definitions of d (the class of a method), nearest last."""
+    out: list[tagmod.Definition] = []
+    depth = d.depth
+    for line in sorted((ln for ln in sigs if ln < d.line), reverse=True):
+        if depth == 0:
+            break
+        candidate = sigs[line]
+        if candidate.depth < depth:
+            out.append(candidate)
+            depth = candidate.depth
+    return out
+
+
+def _line(d: tagmod.Definition) -> str:
+    return "  " * (d.depth + 1) + d.text + "\n"
+
+
+def _render_text(order: list[str], chosen: dict[str, dict[int, MapEntry]]) -> str:
+    parts: list[str] = []
+    for rel in order:
+        parts.append(rel + ":\n")
+        for _, entry in sorted(chosen[rel].items()):
+            parts.append(_line(entry.definition))
+    return "".join(parts)
