@@ -67,6 +67,8 @@ class AnswerRun:
         self.error: str | None = None
         self.source: dict | None = None
         self.applied = False
+        self.redirects: list[str] = []
+        self.parse_errors_before_steer: list = []
 
     # -- streaming -------------------------------------------------------------------------
     def feed(self, text: str, tokens: int) -> list[Edit]:
@@ -86,13 +88,23 @@ class AnswerRun:
         self.finished = True
         return completed
 
+    def steered(self, redirect: str) -> None:
+        """The user redirected the stream: keep completed edits, drop the half-written block.
+
+        The core continues under the same id with a new assistant turn, so parsing starts
+        afresh; the redirect is kept for the record.
+        """
+        self.parse_errors_before_steer = self.parse_errors
+        self.parser = StreamingParser()
+        self.redirects.append(redirect)
+
     @property
     def pending(self) -> PendingEdit | None:
         return None if self.finished else self.parser.pending
 
     @property
     def parse_errors(self) -> list:
-        return list(getattr(self.parser, "errors", []))
+        return self.parse_errors_before_steer + list(getattr(self.parser, "errors", []))
 
     def rebuild_proposal(self) -> Proposal:
         """Diff every completed edit against the working tree (heavy: call from a worker)."""
@@ -140,3 +152,156 @@ class AnswerRun:
 
 def open_workspace(root: Path) -> Workspace:
     return Workspace(root)
+
+
+# -- the workstation: everything one `spark` session knows besides the screen ----------------
+
+@dataclass
+class Finding:
+    """One thing a detector or guard wants the user to see before accepting."""
+
+    severity: str  # "info" | "warning" | "error"
+    kind: str  # "duplicate" | "slop" | "secret" | "sensitive" | "parse" | "match"
+    message: str
+    hunk_id: str | None = None
+
+
+@dataclass
+class Review:
+    """Detector results for one answer: badges per hunk and the list for the side panel."""
+
+    findings: list[Finding] = field(default_factory=list)
+    slop_score: float | None = None
+    added_lines: int = 0
+
+    def badges(self) -> dict[str, str]:
+        marks = {"duplicate": "dup", "slop": "slop", "secret": "SECRET", "sensitive": "sensitive"}
+        out: dict[str, list[str]] = {}
+        for f in self.findings:
+            if f.hunk_id and f.kind in marks:
+                out.setdefault(f.hunk_id, [])
+                if marks[f.kind] not in out[f.hunk_id]:
+                    out[f.hunk_id].append(marks[f.kind])
+        return {hid: " ".join(f"[{m}]" for m in ms) for hid, ms in out.items()}
+
+
+def _new_ranges(file_proposal) -> list[tuple[str, int, int]]:
+    """(hunk id, first new line, line count) for each hunk of one file, in the new text."""
+    offset = 0
+    ranges = []
+    for hunk in file_proposal.hunks:
+        start = hunk.old_start + offset
+        ranges.append((hunk.id, start, len(hunk.new_lines)))
+        offset += len(hunk.new_lines) - len(hunk.old_lines)
+    return ranges
+
+
+def _hunk_at(ranges: list[tuple[str, int, int]], line: int) -> str | None:
+    for hid, start, count in ranges:
+        if start <= line < start + max(count, 1):
+            return hid
+    return None
+
+
+class Workstation:
+    """The session's state behind the screen: workspace, detectors, guards, counters.
+
+    The app calls these methods from worker threads where they are heavy (index build,
+    review) and renders what they return.
+    """
+
+    def __init__(self, root: Path, *, fast_profiles: tuple[str, ...] = ("spark",), guards: dict | None = None) -> None:
+        from core.detectors.duplicates import DuplicateIndex
+        from core.guards.sensitive import SensitivePolicy
+
+        self.root = Path(root)
+        self.workspace = Workspace(self.root)
+        self.dups = DuplicateIndex(self.root)
+        self.dups_ready = False
+        self.sensitive = SensitivePolicy.from_config(guards)
+        self.fast_profiles = fast_profiles
+        self.answers: list[AnswerRun] = []
+        self.session_findings: dict[str, int] = {}
+        self.slop_findings = 0
+        self.slop_added_lines = 0
+
+    # -- indexing (worker thread) ----------------------------------------------------------
+    def build_indexes(self) -> None:
+        self.dups.build()
+        self.dups_ready = True
+
+    def on_file_changes(self, changes: list[tuple[str, str]]) -> None:
+        """Keep the indexes current from watcher events (path, kind)."""
+        for path, kind in changes:
+            if not path.endswith(".py") or not self.dups_ready:
+                continue
+            if kind == "deleted":
+                self.dups.remove_file(path)
+            else:
+                self.dups.update_file(path)
+
+    # -- review of an answer (worker thread) ---------------------------------------------------
+    def review(self, run: AnswerRun) -> Review:
+        """Run every detector and guard over the answer's proposal."""
+        from core.guards.secrets import scan_added_text
+
+        review = Review()
+        proposal = run.proposal
+        if proposal is None:
+            return review
+        for err in run.parse_errors:
+            review.findings.append(Finding("error", "parse", str(getattr(err, "message", err))))
+        for err in proposal.errors:
+            review.findings.append(Finding("error", "match", f"{err.path}: {err.message}"))
+        verdict = self.sensitive.check([f.path for f in proposal.files], run.profile in self.fast_profiles)
+        if verdict.flagged_paths and verdict.action != "allow":
+            flagged = set(verdict.flagged_paths)
+            for fp in proposal.files:
+                if fp.path in flagged:
+                    for hunk in fp.hunks:
+                        review.findings.append(Finding("warning", "sensitive", verdict.message, hunk.id))
+        for fp in proposal.files:
+            ranges = _new_ranges(fp)
+            for hunk in fp.hunks:
+                added = "\n".join(line.rstrip("\n") for line in hunk.new_lines)
+                review.added_lines += len(hunk.new_lines)
+                for secret in scan_added_text(fp.path, added):
+                    review.findings.append(Finding(
+                        "error", "secret", f"{fp.path}: possible {secret.kind} added ({secret.preview_redacted})", hunk.id))
+            if fp.path.endswith(".py"):
+                self._review_python(fp, ranges, review)
+        return review
+
+    def _review_python(self, fp, ranges, review: Review) -> None:
+        if self.dups_ready:
+            for match in self.dups.check_source(fp.new_text, fp.path):
+                hunk_id = _hunk_at(ranges, match.new_line)
+                if hunk_id is None:
+                    continue  # an existing function, not something this answer adds
+                review.findings.append(Finding(
+                    "warning", "duplicate",
+                    f"{match.new_symbol} duplicates {match.twin_path}:{match.twin_line} {match.twin_symbol} "
+                    f"({match.similarity:.0%}, type {match.clone_type})", hunk_id))
+        try:
+            from core.detectors.slop import analyze_change
+        except ImportError:
+            return
+        report = analyze_change(fp.path, fp.old_text, fp.new_text)
+        for finding in report.findings:
+            review.findings.append(Finding(
+                "info", "slop", f"{fp.path}:{finding.line} {finding.rule_id} {finding.message}",
+                _hunk_at(ranges, finding.line)))
+        review.slop_score = report.score
+
+    def record_review(self, review: Review) -> None:
+        """Fold one answer's review into the session counters."""
+        for finding in review.findings:
+            self.session_findings[finding.kind] = self.session_findings.get(finding.kind, 0) + 1
+        self.slop_findings += sum(1 for f in review.findings if f.kind == "slop")
+        self.slop_added_lines += review.added_lines
+
+    @property
+    def session_slop_score(self) -> float | None:
+        if not self.slop_added_lines:
+            return None
+        return 100.0 * self.slop_findings / self.slop_added_lines

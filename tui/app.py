@@ -1,8 +1,8 @@
 """The sparkstation workstation: prompt, streaming diff, one-key decisions, status.
 
-The app holds no business logic: `core.session.AnswerRun` parses and diffs, the core client
+The app holds no business logic: `core.session` parses, diffs and reviews, the core client
 streams, the workspace writes. The app wires them to widgets and keys, paints at most once
-per frame, and runs diffing off the UI loop.
+per frame, and runs diffing, detectors and disk work off the UI loop.
 """
 
 from __future__ import annotations
@@ -14,12 +14,15 @@ from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
-from textual.widgets import Footer, Input, Static
+from textual.containers import Horizontal
+from textual.widgets import Footer, Input
 
-from core.session import AnswerRun, open_workspace
+from core.session import AnswerRun, Review, Workstation
 from themes import DEFAULT_THEME, register_themes
+from tui.palette import WorkstationCommands
+from tui.screens.help import HelpScreen
 from tui.widgets.diff_view import DiffView
+from tui.widgets.side_panel import SidePanel
 from tui.widgets.status import StatusBar
 
 FRAME_S = 1 / 60
@@ -29,48 +32,58 @@ class SparkApp(App):
     """Full-screen workstation on one project folder, talking to one core."""
 
     TITLE = "sparkstation"
+    COMMANDS = App.COMMANDS | {WorkstationCommands}
     CSS = """
     Screen { layout: vertical; }
     #main { height: 1fr; }
-    #side { width: 36; border: round $panel; padding: 0 1; }
     #prompt { dock: bottom; }
     StatusBar { height: 1; background: $panel; }
     """
 
+    # Every binding has an id so `[ui.keys]` in the config can rebind it (Textual keymaps).
     BINDINGS = [
-        Binding("a", "accept", "Accept hunk"),
-        Binding("r", "reject", "Reject hunk"),
-        Binding("A", "accept_all", "Accept all"),
-        Binding("R", "reject_all", "Reject all"),
-        Binding("j", "next_hunk", "Next", show=False),
-        Binding("k", "prev_hunk", "Prev", show=False),
-        Binding("escape", "cancel", "Stop"),
-        Binding("ctrl+l", "toggle_profile", "Spark/Base"),
+        Binding("a", "accept", "Accept", id="accept"),
+        Binding("r", "reject", "Reject", id="reject"),
+        Binding("A", "accept_all", "Accept all", id="accept_all"),
+        Binding("R", "reject_all", "Reject all", id="reject_all"),
+        Binding("j", "next_hunk", "Next hunk", id="next_hunk"),
+        Binding("k", "prev_hunk", "Prev hunk", id="prev_hunk"),
+        Binding("escape", "cancel", "Stop stream", id="cancel"),
+        Binding("ctrl+l", "toggle_profile", "Spark/Base", id="toggle_profile", priority=True),
+        Binding("ctrl+r", "race", "Race", id="race", priority=True),
+        Binding("ctrl+n", "fresh_context", "Fresh context", id="fresh_context", priority=True),
+        Binding("ctrl+z", "undo", "Undo", id="undo", priority=True),
+        Binding("question_mark", "help", "Help", id="help"),
     ]
 
-    def __init__(self, root: Path, core_url: str, *, profile: str = "spark", theme: str | None = None) -> None:
+    def __init__(self, root: Path, core_url: str, *, profile: str = "spark", theme: str | None = None,
+                 keymap: dict[str, str] | None = None) -> None:
         super().__init__()
         self.root = Path(root)
         self.core_url = core_url
         self.profile = profile
-        self.workspace = open_workspace(self.root)
+        self.station = Workstation(self.root)
+        self.workspace = self.station.workspace
         self.client = None
         self.answer: AnswerRun | None = None
+        self.review: Review | None = None
+        self.last_prompt = ""
         self._stream = None
         self._dirty = False
         self._rebuild_needed = False
         self._rebuilding = False
+        self._stop_watch = asyncio.Event()
         register_themes(self)
         self.theme = theme or DEFAULT_THEME
+        if keymap:
+            self.set_keymap(keymap)
 
     # -- layout ------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         with Horizontal(id="main"):
             yield DiffView(id="diff")
-            with Vertical(id="side"):
-                yield Static(Text(f"{self.root}", style="bold"), id="tree")
-                yield Static("", id="findings")
-        yield Input(placeholder="Ask for a change, Enter to send", id="prompt")
+            yield SidePanel(str(self.root), id="side")
+        yield Input(placeholder="Ask for a change, Enter to send (while streaming: Enter steers)", id="prompt")
         yield StatusBar(id="status")
         yield Footer()
 
@@ -79,14 +92,26 @@ class SparkApp(App):
         self.query_one("#prompt", Input).focus()
         self.set_interval(FRAME_S, self._paint)
         self._connect()
+        self._build_indexes()
+        self._watch()
+
+    def watch_theme(self, theme: str) -> None:
+        from core.ui_config import remember_theme
+
+        if self.is_mounted:  # a switch made by the user, not the start-up choice
+            remember_theme(theme)
 
     @work(exclusive=True, group="connect")
     async def _connect(self) -> None:
         from core.client import CoreClient
 
         status = self.query_one(StatusBar)
+
+        def on_state(state: str) -> None:
+            status.connection = state
+
         try:
-            self.client = await CoreClient.connect(self.core_url)
+            self.client = await CoreClient.connect(self.core_url, on_state=on_state)
         except Exception as exc:  # shown, not raised: the user can still read the tree
             status.connection = "unreachable"
             self.notify(f"core at {self.core_url} does not answer: {exc}", severity="error", timeout=10)
@@ -96,17 +121,44 @@ class SparkApp(App):
         if self.profile not in names:
             self.notify(f"unknown profile {self.profile!r}; the core offers {', '.join(names)}", severity="error")
 
+    @work(thread=True, group="index")
+    def _build_indexes(self) -> None:
+        self.station.build_indexes()
+
+    @work(group="watch")
+    async def _watch(self) -> None:
+        """Changes made in another editor show up at once; proposals they touch are re-checked."""
+        from core.workspace.watch import watch_tree
+
+        panel = self.query_one(SidePanel)
+        async for batch in watch_tree(self.root, self._stop_watch):
+            changes = [(c.path, c.kind) for c in batch]
+            panel.add_changes(changes)
+            await asyncio.to_thread(self.station.on_file_changes, changes)
+            await self._recheck_staleness()
+
+    async def _recheck_staleness(self) -> None:
+        run = self.answer
+        if run is None or run.proposal is None or run.applied:
+            return
+        status = await asyncio.to_thread(run.proposal.status, self.workspace)
+        run.file_status = status
+        self._sync_diff()
+
     # -- prompt -> stream --------------------------------------------------------------------
     @on(Input.Submitted, "#prompt")
-    def _submit(self, event: Input.Submitted) -> None:
+    async def _submit(self, event: Input.Submitted) -> None:
         prompt = event.value.strip()
         if not prompt:
             return
+        if self._stream is not None:  # typing while it streams redirects it
+            event.input.value = ""
+            self.answer.steered(prompt)
+            await self._stream.steer(prompt)
+            self.notify(f"steering: {prompt}")
+            return
         if self.client is None:
             self.notify("not connected to the core yet", severity="warning")
-            return
-        if self.answer is not None and not self.answer.finished:
-            self.notify("an answer is still streaming: press escape to stop it", severity="warning")
             return
         event.input.value = ""
         self._start_answer(prompt)
@@ -121,8 +173,11 @@ class SparkApp(App):
 
     @work(exclusive=True, group="answer")
     async def _start_answer(self, prompt: str) -> None:
+        from core.client import Info
+
+        self.last_prompt = prompt
         run = AnswerRun(self.workspace, prompt, self.profile)
-        self.answer = run
+        self.answer, self.review = run, None
         diff = self.query_one(DiffView)
         diff.reset(Text(f"> {prompt}", style="bold"))
         diff.focus()
@@ -132,15 +187,14 @@ class SparkApp(App):
         try:
             self._stream = await self.client.generate(self.profile, self._messages_for(prompt))
             async for event in self._stream:
-                text = getattr(event, "text", None)
-                if text is None:
+                if isinstance(event, Info):
                     continue
-                if run.feed(text, getattr(event, "tokens", 1)):
+                if run.feed(event.text, event.tokens):
                     self._request_rebuild()
                 self._dirty = True
             done = self._stream.done
-            run.source = getattr(done, "source", None) if done else None
-            run.finish(getattr(done, "reason", None))
+            run.source = done.source if done else None
+            run.finish(done.reason if done else None)
         except Exception as exc:  # a stream error ends this answer only
             error = str(exc)
             run.finish("error", error)
@@ -152,15 +206,19 @@ class SparkApp(App):
         status.streaming = False
         if error:
             self.notify(f"stream failed: {error}", severity="error", timeout=8)
+        if self.review is not None:
+            self.station.record_review(self.review)
         self._after_stream(run)
 
     def _after_stream(self, run: AnswerRun) -> None:
         diff = self.query_one(DiffView)
         notes = Text(f"> {run.prompt}", style="bold")
+        if run.reason == "cancelled":
+            notes.append("\nstopped: the hunks completed so far can still be decided", style="yellow")
         if run.source and run.source.get("backend") == "replay":
             notes.append(f"\nreplayed recording '{run.source.get('id')}'", style="dim")
         for err in run.parse_errors:
-            notes.append(f"\n! {err}", style="red")
+            notes.append(f"\n! {getattr(err, 'message', err)}", style="red")
         if run.proposal:
             for err in run.proposal.errors:
                 notes.append(f"\n! {err.path}: {err.message}", style="red")
@@ -171,6 +229,7 @@ class SparkApp(App):
             notes.append(f"\n{len(run.hunks)} hunk(s): a accept, r reject, A/R all, j/k move", style="dim")
             diff.select(0)
         diff.set_notes(notes)
+        self._update_session_status()
 
     def _request_rebuild(self) -> None:
         self._rebuild_needed = True
@@ -182,7 +241,7 @@ class SparkApp(App):
         await self._rebuild_now()
 
     async def _rebuild_now(self) -> None:
-        """Re-diff the completed edits off the UI loop; coalesces requests made meanwhile."""
+        """Re-diff and review the completed edits off the UI loop; coalesces requests."""
         run = self.answer
         if run is None:
             return
@@ -194,9 +253,27 @@ class SparkApp(App):
             while self._rebuild_needed:
                 self._rebuild_needed = False
                 await asyncio.to_thread(run.rebuild_proposal)
-            self.query_one(DiffView).sync(run.hunks, run.decisions)
+                review = await asyncio.to_thread(self.station.review, run)
+                if run is self.answer:
+                    self.review = review
+            self._sync_diff()
         finally:
             self._rebuilding = False
+
+    def _sync_diff(self) -> None:
+        run = self.answer
+        if run is None:
+            return
+        states = dict(run.decisions)
+        stale_files = {p for p, s in getattr(run, "file_status", {}).items() if s == "stale"}
+        if stale_files and not run.applied:
+            for hunk in run.hunks:
+                if hunk.path in stale_files and states.get(hunk.id) == "proposed":
+                    states[hunk.id] = "stale"
+        badges = self.review.badges() if self.review else {}
+        self.query_one(DiffView).sync(run.hunks, states, badges)
+        self.query_one(SidePanel).set_findings(
+            [(f.severity, f.message) for f in (self.review.findings if self.review else [])])
 
     def _paint(self) -> None:
         """At most once per frame: the pending block and the live numbers."""
@@ -210,6 +287,13 @@ class SparkApp(App):
         status.tokens_per_s = run.stats.tokens_per_s
         status.ttft_ms = run.stats.ttft_ms
 
+    def _update_session_status(self) -> None:
+        score = self.station.session_slop_score
+        parts = []
+        if score is not None:
+            parts.append(f"slop {score:.1f}/100 lines")
+        self.query_one(StatusBar).extra = "  ".join(parts)
+
     # -- decisions ---------------------------------------------------------------------------
     def _decide(self, accept: bool, everything: bool = False) -> None:
         run = self.answer
@@ -220,28 +304,28 @@ class SparkApp(App):
             run.decide_all(accept)
         elif diff.current_id is not None:
             run.decide(diff.current_id, accept)
-        diff.sync(run.hunks, run.decisions)
+        self._sync_diff()
         undecided = run.undecided
         if undecided:
             diff.select([h.id for h in run.hunks].index(undecided[0]))
             return
         self._apply(run)
 
-    def _apply(self, run: AnswerRun) -> None:
+    @work(exclusive=True, group="apply")
+    async def _apply(self, run: AnswerRun) -> None:
         accepted = len(run.accepted)
         try:
-            result = run.apply()
+            result = await asyncio.to_thread(run.apply)
         except Exception as exc:
             self.notify(f"nothing written: {exc}", severity="error", timeout=10)
             return
-        written = list(getattr(result, "written", []))
-        refused = list(getattr(result, "refused", []))
-        if written:
-            self.notify(f"wrote {', '.join(written)}")
-        for err in refused:
+        if result.written:
+            self.notify(f"wrote {', '.join(result.written)}")
+        for err in result.refused:
             self.notify(f"refused {err.path}: {err.message}", severity="error", timeout=10)
         note = f"{accepted} accepted, {len(run.hunks) - accepted} rejected"
         self.query_one(StatusBar).note = note
+        self._sync_diff()
         self.query_one("#prompt", Input).focus()
 
     def action_accept(self) -> None:
@@ -274,7 +358,41 @@ class SparkApp(App):
         if others:
             self.profile = others[0]
             self.query_one(StatusBar).profile = self.profile
+            self.notify(f"profile: {self.profile}")
+
+    def action_help(self) -> None:
+        rows = [(b.key, b.action, b.description) for _, b in self._active_bindings()]
+        self.push_screen(HelpScreen(rows))
+
+    def _active_bindings(self):
+        seen, rows = set(), []
+        for binding in self._bindings:
+            if binding.action not in seen:
+                seen.add(binding.action)
+                rows.append((binding.key, binding))
+        return rows
+
+    def action_fresh_context(self) -> None:
+        self.notify("fresh context: the conversation is cleared, files stay in the chat")
+
+    @work(exclusive=True, group="apply")
+    async def action_undo(self) -> None:
+        from core.workspace.changes import undo_last
+
+        try:
+            result = await asyncio.to_thread(undo_last, self.workspace)
+        except Exception as exc:
+            self.notify(f"undo failed, nothing changed: {exc}", severity="error", timeout=10)
+            return
+        if getattr(result, "change_id", None) is None:
+            self.notify("nothing to undo")
+            return
+        self.notify(f"undid the last accepted change ({', '.join(getattr(result, 'written', []) or [])})")
+
+    def action_race(self) -> None:
+        self.notify("race: type a prompt first", severity="warning")
 
     async def on_unmount(self) -> None:
+        self._stop_watch.set()
         if self.client is not None:
             await self.client.close()

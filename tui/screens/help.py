@@ -1,0 +1,48 @@
+"""The help screen: every key the workstation answers to, as currently bound."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+INTRO = (
+    "The loop: type a request, watch it stream in as a diff, then decide each hunk.\n"
+    "Prompt -> Reject -> Prompt -> Accept. Accepted hunks are written atomically and can be undone."
+)
+
+
+def _key_label(app, key: str) -> str:
+    return ", ".join(app.get_key_display(Binding(k.strip(), "")) for k in key.split(","))
+
+
+class HelpScreen(ModalScreen[None]):
+    """Lists the app's bindings with their descriptions (keymap overrides included)."""
+
+    BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close")]
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > VerticalScroll { width: 84; height: 80%; border: round $accent; background: $surface; padding: 1 2; }
+    """
+
+    def __init__(self, bindings: list[tuple[str, str, str]]) -> None:
+        """bindings: (key, action, description) as the app currently has them."""
+        super().__init__()
+        self._bindings = bindings
+
+    def compose(self) -> ComposeResult:
+        table = Table(show_header=True, header_style="bold", box=None, expand=True)
+        table.add_column("key", style="bold", no_wrap=True)
+        table.add_column("does")
+        for key, _action, description in self._bindings:
+            table.add_row(_key_label(self.app, key), description)
+        with VerticalScroll():
+            yield Static(Text("sparkstation keys", style="bold"))
+            yield Static(Text(INTRO, style="dim"))
+            yield Static(table)
+            yield Static(Text("\nSlash commands in the prompt: /add /drop /files /clear /context", style="dim"))
+            yield Static(Text("escape closes this screen", style="dim italic"))

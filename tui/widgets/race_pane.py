@@ -1,0 +1,118 @@
+"""One side of the race: the answer streaming in, with its clock and the model's forecast.
+
+The pane paints only from a `core.race.Race` it is handed, and skips a repaint when nothing
+it shows has changed, so two panes at a frame each cost little even at 5,000 tokens/s.
+"""
+
+from __future__ import annotations
+
+from rich.console import RenderableType
+from rich.syntax import Syntax
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical, VerticalScroll
+from textual.widgets import Static
+
+from core.race import Lane, Race
+
+LIGHTNING = "\u26a1"
+BRAIN = "\U0001f9e0"
+TAIL_LINES = 400     # a compact view: the last lines of a long answer are what matter live
+
+
+def mark(profile: str) -> str:
+    return LIGHTNING if profile == "spark" else BRAIN
+
+
+def _secs(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.2f} s"
+
+
+def lane_stats(race: Race, lane: Lane, now: float) -> Text:
+    """Two lines: the measured numbers, then the performance model's forecast."""
+    text = Text()
+    state = ("racing" if not lane.finished
+             else "done" if lane.completed else (lane.error or lane.reason or "ended"))
+    style = "bold green" if lane.completed else "yellow" if not lane.finished else "bold red"
+    text.append(f"{state:<8}", style=style)
+    text.append(f" {_secs(lane.elapsed_s(now))}", style="bold")
+    ttft = lane.ttft_ms()
+    text.append("   TTFT ", style="dim")
+    text.append("-" if ttft is None else f"{ttft:,.0f} ms")
+    text.append("   ", style="dim")
+    text.append(f"{lane.stats.tokens:,} tok")
+    rate = lane.tokens_per_s(now)
+    text.append("   ", style="dim")
+    text.append("- tok/s" if rate is None else f"{rate:,.0f} tok/s", style="bold")
+    text.append("\n")
+    pred = lane.predicted
+    if pred.tokens_per_s is None:
+        text.append("model: no prediction for this profile", style="dim")
+        return text
+    secs, exact = race.predicted_finish_s(lane)
+    text.append("model ", style="dim")
+    text.append(f"{'' if exact else '>= '}{_secs(secs)}", style="bold")
+    text.append(f"  ({pred.ttft_ms or 0:,.0f} ms + tokens @ {pred.tokens_per_s:,.0f} tok/s"
+                f"{', ' + pred.basis if pred.basis else ''})", style="dim")
+    if lane.completed and secs:
+        off = (lane.elapsed_s(now) - secs) / secs * 100
+        text.append(f"  actual {off:+.0f}%", style="italic")
+    return text
+
+
+def answer_view(lane: Lane, dark: bool) -> RenderableType:
+    """The answer as highlighted markdown (edit blocks are fenced code), tail only."""
+    text = lane.text
+    if not text:
+        why = "waiting for the first token..." if not lane.finished else (
+            f"no answer ({lane.error or lane.reason})")
+        return Text(why, style="dim italic")
+    lines = text.splitlines()
+    if len(lines) > TAIL_LINES:
+        text = "\n".join(lines[-TAIL_LINES:])
+    return Syntax(text, "markdown", theme="monokai" if dark else "default",
+                  word_wrap=True, background_color="default")
+
+
+class RacePane(Vertical, can_focus=True):
+    """A profile's lane: border title with its key, live stats, the answer's tail."""
+
+    DEFAULT_CSS = """
+    RacePane { width: 1fr; height: 1fr; border: round $panel; padding: 0 1; }
+    RacePane:focus { border: round $accent; }
+    RacePane.-winner { border: round $success; }
+    RacePane.-winner:focus { border: double $success; }
+    RacePane > .race-stats { height: 2; margin-bottom: 1; }
+    RacePane > VerticalScroll { height: 1fr; }
+    """
+
+    def __init__(self, profile: str, key: str, subtitle: str = "", **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.profile = profile
+        self.key = key
+        self.border_title = f"[{key}] {mark(profile)} {profile}"
+        self.border_subtitle = subtitle
+        self._stats_key: tuple | None = None
+        self._text_key: tuple | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static("", classes="race-stats")
+        with VerticalScroll(can_focus=False):
+            yield Static("", classes="race-answer")
+
+    def show(self, race: Race, lane: Lane, now: float, winner: bool) -> None:
+        """Repaint what changed since the last frame."""
+        self.set_class(winner, "-winner")
+        secs, _ = race.predicted_finish_s(lane)
+        key = (round(lane.elapsed_s(now), 2), lane.stats.tokens, lane.reason, lane.finished,
+               lane.completed, None if secs is None else round(secs, 2))
+        if key != self._stats_key:
+            self._stats_key = key
+            self.query_one(".race-stats", Static).update(lane_stats(race, lane, now))
+        text_key = (len(lane.text), lane.finished)
+        if text_key != self._text_key:
+            self._text_key = text_key
+            dark = getattr(self.app.current_theme, "dark", True)
+            self.query_one(".race-answer", Static).update(answer_view(lane, dark))
+            if not lane.finished:
+                self.query_one(VerticalScroll).scroll_end(animate=False)
