@@ -1,0 +1,192 @@
+"""Fit a chip's efficiency and overhead terms to a few measured points.
+
+Measured lines (JSONL), as in the issue:
+    {"chip": "h100-sxm", "model": "llama-3.1-8b", "phase": "decode", "batch": 1, "ctx": 1024, "step_ms": 8.2}
+    {"chip": "h100-sxm", "model": "llama-3.1-8b", "phase": "prefill", "batch": 1, "prompt": 4096, "ms": 113.0}
+optional: precision, kv_precision, chips.
+
+The physics (work.py) turns each point into seconds-at-peak; the duration is linear in
+theta = (1/mem_eff, 1/compute_eff, layer_us, prefill_layer_us, step_us) once each point's
+roofline branch (memory or compute) is known, so we alternate: pick branches with the current
+theta, solve a weighted least-squares for theta, repeat. Residuals are relative (a 10% miss on
+a 2 ms step counts as much as on a 500 ms prefill), and a weak prior pulls each term toward the
+spec default so that four points (two decode, two prefill) determine five terms sensibly.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from hwmodel.chips import ChipSpec, resolve
+from hwmodel.errors import HwModelError
+from hwmodel.models import get_model
+from hwmodel.precision import get_precision, kv_bytes
+from hwmodel.work import Work, build_work, time_of
+
+PRIOR_WEIGHT = 0.1
+ITERATIONS = 12
+
+
+@dataclass(frozen=True)
+class Point:
+    """One measured step: decode (`length` = ctx) or prefill (`length` = prompt)."""
+
+    chip: str
+    model: str
+    phase: str
+    batch: int
+    length: int
+    ms: float
+    precision: str = "bf16"
+    kv_precision: str | None = None
+    chips: int | None = None
+
+
+def parse_point(obj: dict, where: str = "") -> Point:
+    """Validate one measured line; errors name the line so a bad file loses nothing silently."""
+    try:
+        phase = obj["phase"]
+        if phase == "decode":
+            length, ms = int(obj["ctx"]), float(obj["step_ms"])
+        elif phase == "prefill":
+            length, ms = int(obj["prompt"]), float(obj["ms"])
+        else:
+            raise HwModelError(f"{where}phase must be 'decode' or 'prefill', got {phase!r}")
+        point = Point(str(obj["chip"]), str(obj["model"]), phase, int(obj.get("batch", 1)), length, ms,
+                      str(obj.get("precision", "bf16")), obj.get("kv_precision"), obj.get("chips"))
+    except KeyError as exc:
+        raise HwModelError(f"{where}missing field {exc.args[0]!r}") from exc
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, HwModelError):
+            raise
+        raise HwModelError(f"{where}bad value: {exc}") from exc
+    if point.ms <= 0 or point.batch < 1 or point.length < 1:
+        raise HwModelError(f"{where}times, batch and lengths must be positive")
+    return point
+
+
+def load_points(path: str | Path) -> list[Point]:
+    points = []
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError as exc:
+        raise HwModelError(f"cannot read {path}: {exc}") from exc
+    for number, line in enumerate(lines, 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise HwModelError(f"{path}:{number}: not JSON: {exc.msg}") from exc
+        points.append(parse_point(obj, f"{path}:{number}: "))
+    if not points:
+        raise HwModelError(f"{path}: no measured points")
+    return points
+
+
+def point_work(point: Point, chip: ChipSpec | None = None) -> tuple[ChipSpec, Work]:
+    spec, system_count = resolve(point.chip)
+    spec = chip or spec
+    model = get_model(point.model)
+    prec = get_precision(point.precision)
+    n = point.chips or system_count or 1
+    work = build_work(spec, model, prec, kv_bytes(point.kv_precision, prec), point.phase,
+                      point.batch, point.length, n)
+    return spec, work
+
+
+def _theta0(chip: ChipSpec) -> list[float]:
+    return [1 / chip.mem_eff, 1 / chip.compute_eff, chip.layer_us, chip.prefill_layer_us, chip.step_us]
+
+
+def _terms(theta) -> dict[str, float]:
+    return {
+        "mem_eff": 1 / theta[0],
+        "compute_eff": 1 / theta[1],
+        "layer_us": float(theta[2]),
+        "prefill_layer_us": float(theta[3]),
+        "step_us": float(theta[4]),
+    }
+
+
+def fit_chip(points: list[Point]) -> dict:
+    """Terms for the one chip these points share, plus the fit's own error."""
+    import numpy as np
+
+    names = {resolve(p.chip)[0].name for p in points}
+    if len(names) != 1:
+        raise HwModelError(f"fit_chip needs points of one chip, got {sorted(names)}")
+    base, _ = resolve(points[0].chip)
+    works = [point_work(p)[1] for p in points]
+    theta0 = np.array(_theta0(base))
+    theta = theta0.copy()
+    for _ in range(ITERATIONS):
+        rows, target = [], []
+        for p, w in zip(points, works):
+            memory_branch = w.mem_s * theta[0] >= w.compute_s * theta[1]
+            row = [
+                (w.mem_s if memory_branch else 0.0) + w.elem_s,
+                0.0 if memory_branch else w.compute_s,
+                w.layers * 1e-6 if w.phase == "decode" else 0.0,
+                w.layers * 1e-6 if w.phase == "prefill" else 0.0,
+                1e-6,
+            ]
+            t = p.ms * 1e-3
+            rows.append([v / t for v in row])
+            target.append((t - w.comm_s) / t)
+        for i, v in enumerate(theta0):
+            prior = [0.0] * 5
+            prior[i] = PRIOR_WEIGHT / v
+            rows.append(prior)
+            target.append(PRIOR_WEIGHT)
+        new, *_ = np.linalg.lstsq(np.array(rows), np.array(target), rcond=None)
+        # efficiencies cannot exceed 1 and overheads cannot be negative
+        new[0] = max(new[0], 1.0)
+        new[1] = max(new[1], 1.0)
+        new[2:] = np.maximum(new[2:], 0.0)
+        if np.allclose(new, theta, rtol=1e-9):
+            theta = new
+            break
+        theta = new
+    terms = _terms(theta)
+    chip = base.with_terms(**terms)
+    errors = [abs(time_of(w, chip).total_s * 1e3 - p.ms) / p.ms for p, w in zip(points, works)]
+    return {
+        "family": base.family,
+        "terms": terms,
+        "points": len(points),
+        "fit_error_pct": round(100 * max(errors), 2),
+    }
+
+
+def calibrate(points: list[Point]) -> dict:
+    """A calibration document covering every chip that has points."""
+    by_chip: dict[str, list[Point]] = {}
+    for p in points:
+        by_chip.setdefault(resolve(p.chip)[0].name, []).append(p)
+    return {"version": 1, "chips": {name: fit_chip(pts) for name, pts in sorted(by_chip.items())}}
+
+
+@dataclass(frozen=True)
+class Check:
+    point: Point
+    predicted_ms: float
+
+    @property
+    def error_pct(self) -> float:
+        return 100.0 * (self.predicted_ms - self.point.ms) / self.point.ms
+
+
+def evaluate(points: list[Point], calibration: dict | str | Path | None) -> list[Check]:
+    """Predicted vs measured for each point, with the calibration applied (sibling transfer)."""
+    from hwmodel.calibration import apply_calibration
+
+    checks = []
+    for p in points:
+        spec, _ = resolve(p.chip)
+        spec, _ = apply_calibration(spec, calibration)
+        _, work = point_work(p, spec)
+        checks.append(Check(p, time_of(work, spec).total_s * 1e3))
+    return checks

@@ -1,0 +1,135 @@
+"""Chips and systems as data: load `specs/chips.toml` into dataclasses, resolve names.
+
+A *system* is a chip, a count and the link between them; `resolve()` turns either name into
+(chip spec, default count) so predict() treats "8x-h100" and predict("h100-sxm", chips=8) alike.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from hwmodel.errors import HwModelError
+
+SPEC_DIR = Path(__file__).parent / "specs"
+
+# Terms calibration may fit; everything else in a spec is a published figure.
+TERMS = ("mem_eff", "compute_eff", "layer_us", "prefill_layer_us", "step_us")
+
+
+@dataclass(frozen=True)
+class ChipSpec:
+    """One accelerator (or this machine): peaks from the datasheet, efficiency terms fitted."""
+
+    name: str
+    kind: str  # "gpu", "wafer" or "cpu"
+    mem_gb: float
+    mem_bw_gbs: float
+    bf16_tflops: float
+    family: str = ""
+    fp16_tflops: float = 0.0
+    fp8_tflops: float = 0.0
+    int8_tflops: float = 0.0
+    fp4_tflops: float = 0.0
+    fp32_tflops: float = 0.0
+    link: str = "none"
+    link_gbs: float = 0.0
+    link_latency_us: float = 0.0
+    mem_eff: float = 0.83
+    compute_eff: float = 0.55
+    layer_us: float = 60.0
+    prefill_layer_us: float = 250.0
+    step_us: float = 150.0
+    usable_mem: float = 0.90
+    source: str = ""
+    aliases: tuple[str, ...] = field(default_factory=tuple)
+
+    def peak_tflops(self, compute_dtype: str) -> float:
+        """Dense peak for the dtype the matmuls run in (falls back to bf16 when unlisted)."""
+        value = getattr(self, f"{compute_dtype}_tflops", 0.0)
+        return value or self.bf16_tflops
+
+    def with_terms(self, **terms: float) -> "ChipSpec":
+        """A copy with calibrated efficiency/overhead terms (unknown keys rejected)."""
+        bad = set(terms) - set(TERMS)
+        if bad:
+            raise HwModelError(f"calibration has unknown terms {sorted(bad)}")
+        return dataclasses.replace(self, **{k: float(v) for k, v in terms.items()})
+
+
+@dataclass(frozen=True)
+class SystemSpec:
+    name: str
+    chip: str
+    count: int
+    source: str = ""
+    aliases: tuple[str, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class Catalog:
+    chips: dict[str, ChipSpec]
+    systems: dict[str, SystemSpec]
+
+
+def _fields(cls: type) -> set[str]:
+    return {f.name for f in dataclasses.fields(cls)}
+
+
+@lru_cache(maxsize=None)
+def load_catalog(path: str | None = None) -> Catalog:
+    """Parse chips.toml once per process (predict() is called per stream by the core)."""
+    file = Path(path) if path else SPEC_DIR / "chips.toml"
+    raw = tomllib.loads(file.read_text())
+    defaults = raw.get("defaults", {})
+    chips: dict[str, ChipSpec] = {}
+    for name, table in raw.get("chips", {}).items():
+        data = {**defaults.get(table.get("kind", "gpu"), {}), **table}
+        unknown = set(data) - _fields(ChipSpec)
+        if unknown:
+            raise HwModelError(f"chip {name!r}: unknown keys {sorted(unknown)} in chips.toml")
+        data["aliases"] = tuple(data.get("aliases", ()))
+        spec = ChipSpec(name=name, **data)
+        chips[name] = spec
+        for alias in spec.aliases:
+            chips[alias] = spec
+    systems: dict[str, SystemSpec] = {}
+    for name, table in raw.get("systems", {}).items():
+        data = dict(table)
+        data["aliases"] = tuple(data.get("aliases", ()))
+        sys_spec = SystemSpec(name=name, **data)
+        if sys_spec.chip not in chips:
+            raise HwModelError(f"system {name!r} names unknown chip {sys_spec.chip!r}")
+        systems[name] = sys_spec
+        for alias in sys_spec.aliases:
+            systems[alias] = sys_spec
+    return Catalog(chips=chips, systems=systems)
+
+
+def chip_names() -> list[str]:
+    cat = load_catalog()
+    return sorted({c.name for c in cat.chips.values()}) + ["local"]
+
+
+def system_names() -> list[str]:
+    return sorted({s.name for s in load_catalog().systems.values()})
+
+
+def resolve(name: str) -> tuple[ChipSpec, int | None]:
+    """Chip or system name -> (chip spec, the system's count or None for a bare chip)."""
+    key = name.strip().lower()
+    if key == "local":
+        from hwmodel.probe import local_chip
+
+        return local_chip(), 1
+    cat = load_catalog()
+    if key in cat.chips:
+        return cat.chips[key], None
+    if key in cat.systems:
+        system = cat.systems[key]
+        return cat.chips[system.chip], system.count
+    known = ", ".join(chip_names() + system_names())
+    raise HwModelError(f"unknown chip or system {name!r}; known: {known}")

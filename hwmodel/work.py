@@ -1,0 +1,182 @@
+"""The physics: what one decode step or one prefill pass moves and computes, per chip.
+
+A step is reduced to a `Work`: seconds at 100% of peak memory bandwidth (M), seconds at 100% of
+peak FLOPs (C), seconds of un-fused elementwise traffic (E), the layers on the critical path,
+and a fixed interconnect time. Its duration on a chip is
+
+    t = max(M / mem_eff, C / compute_eff) + E / mem_eff + layers * per_layer_us + step_us + comm
+
+which is linear in (1/mem_eff, 1/compute_eff, per_layer_us, step_us) once the max() branch is
+known; calibration uses exactly that (calibrate.py). Keeping the physics here, apart from the
+terms, is what lets a calibration transfer from one chip to a sibling with other peaks.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from hwmodel.chips import ChipSpec
+from hwmodel.models import ModelSpec
+from hwmodel.precision import Precision
+
+
+@dataclass(frozen=True)
+class Work:
+    phase: str  # "decode" or "prefill"
+    mem_s: float
+    compute_s: float
+    elem_s: float
+    layers: int
+    comm_s: float
+
+
+@dataclass(frozen=True)
+class Timing:
+    total_s: float
+    memory_s: float
+    compute_s: float
+    overhead_s: float
+    interconnect_s: float
+
+    @property
+    def bound(self) -> str:
+        parts = {
+            "memory": self.memory_s,
+            "compute": self.compute_s,
+            "overhead": self.overhead_s,
+            "interconnect": self.interconnect_s,
+        }
+        return max(parts, key=parts.__getitem__)
+
+
+def time_of(work: Work, chip: ChipSpec) -> Timing:
+    """Duration of `work` on `chip` with its (possibly calibrated) efficiency terms."""
+    mem = work.mem_s / chip.mem_eff
+    comp = work.compute_s / chip.compute_eff
+    elem = work.elem_s / chip.mem_eff
+    per_layer = chip.layer_us if work.phase == "decode" else chip.prefill_layer_us
+    overhead = (work.layers * per_layer + chip.step_us) * 1e-6
+    total = max(mem, comp) + elem + overhead + work.comm_s
+    return Timing(total, mem + elem, comp, overhead, work.comm_s)
+
+
+def _allreduce_s(chip: ChipSpec, n: int, nbytes: float) -> float:
+    """Ring all-reduce of `nbytes` over n chips: a latency floor plus 2(n-1)/n of the data."""
+    if n <= 1:
+        return 0.0
+    return chip.link_latency_us * 1e-6 + 2 * (n - 1) / n * nbytes / (chip.link_gbs * 1e9)
+
+
+def _weight_bytes(model: ModelSpec, prec: Precision, tokens: int) -> float:
+    return (model.layer_params_touched(tokens) + model.head_params) * prec.bytes
+
+
+def _elem_bytes_per_token_layer(model: ModelSpec, act_bytes: float) -> float:
+    """Activation traffic of one token through one layer outside the matmuls' operands:
+    two norms (read+write d), two residual adds (3d), RoPE on q and k, SwiGLU (3 x ffn) and the
+    matmuls' own activation inputs and outputs."""
+    d = model.hidden
+    q = model.heads * model.head_dim
+    kv = model.kv_heads * model.head_dim
+    f = model.expert_ffn * (model.experts_active + model.shared_experts) if model.is_moe else model.ffn
+    elementwise = 4 * d + 6 * d + 2 * (q + kv) + 3 * f
+    matmul_io = (d + q + 2 * kv) + (q + d) + (d + 2 * f) + (f + d)
+    return (elementwise + matmul_io) * act_bytes
+
+
+def gpu_decode(chip: ChipSpec, model: ModelSpec, prec: Precision, kvb: float,
+               batch: int, ctx: int, n: int) -> Work:
+    """Tensor parallel over n chips: weights split n ways, KV split by KV head (replicated
+    once n exceeds the KV heads), two all-reduces of the activations per layer."""
+    kv_shards = min(n, model.kv_heads)
+    weights = _weight_bytes(model, prec, batch) / n / prec.stream_eff
+    kv = batch * model.kv_elems_stored(ctx) * kvb / kv_shards
+    flops = batch * (model.linear_flops_per_token() + model.attn_flops_per_token(model.attended_ctx(ctx))) / n
+    peak = chip.peak_tflops(prec.compute) * 1e12
+    comm = 2 * model.layers * _allreduce_s(chip, n, batch * model.hidden * 2)
+    return Work("decode", (weights + kv) / (chip.mem_bw_gbs * 1e9), flops / peak, 0.0, model.layers, comm)
+
+
+def _causal_pairs(model: ModelSpec, prompt: int) -> float:
+    """Query-key pairs per sequence in a causal prefill (sliding layers see a window)."""
+    full = prompt * (prompt + 1) / 2
+    if model.sliding_window and model.sliding_layers:
+        w = min(prompt, model.sliding_window)
+        local = prompt * w - w * (w - 1) / 2
+        return model.sliding_layers * local + (1 - model.sliding_layers) * full
+    return full
+
+
+def gpu_prefill(chip: ChipSpec, model: ModelSpec, prec: Precision, kvb: float,
+                batch: int, prompt: int, n: int) -> Work:
+    tokens = batch * prompt
+    act = 2.0
+    weights = _weight_bytes(model, prec, tokens) / n / prec.stream_eff
+    kv_write = tokens * model.kv_elems_per_token() * kvb / min(n, model.kv_heads)
+    layer_flops = 2.0 * model.layer_params_touched(1) * tokens
+    head_flops = 2.0 * model.head_params * batch
+    attn_flops = 4.0 * model.layers * model.heads * model.head_dim * batch * _causal_pairs(model, prompt)
+    peak = chip.peak_tflops(prec.compute) * 1e12
+    bw = chip.mem_bw_gbs * 1e9
+    elem = tokens * model.layers * _elem_bytes_per_token_layer(model, act) / n
+    comm = 2 * model.layers * _allreduce_s(chip, n, tokens * model.hidden * act)
+    return Work("prefill", (weights + kv_write) / bw, (layer_flops + head_flops + attn_flops) / n / peak,
+                elem / bw, model.layers, comm)
+
+
+def _wafer_resident(model: ModelSpec, prec: Precision, kv_total: float, n: int) -> float:
+    return (model.total_params * prec.bytes + kv_total) / n
+
+
+def wafer_decode(chip: ChipSpec, model: ModelSpec, prec: Precision, kvb: float,
+                 batch: int, ctx: int, n: int) -> Work:
+    """Wafer-scale: weights and KV resident in SRAM, each layer a region of the wafer sized by
+    its bytes, a token flowing through the regions as a pipeline (n wafers split by layers).
+
+    A layer's region streams its share of the wafer's bandwidth, so streaming a layer takes
+    (touched fraction of the layer) x (bytes resident per wafer) / (wafer bandwidth): dense
+    layers touch all their bytes, MoE layers only the routed experts (experts sharded over the
+    whole region). Up to `layers` sequences ride the pipeline at once without slowing each
+    other; beyond that each stage handles ceil(batch / layers) tokens per pass.
+    """
+    L = model.layers
+    micro = math.ceil(batch / L)
+    kv_total = batch * model.kv_elems_stored(ctx) * kvb
+    resident = _wafer_resident(model, prec, kv_total, n)
+    kv_share = kv_total / n
+    weight_share = resident - kv_share
+    touched = model.layer_params_touched(micro) / model.layer_params_total
+    # per-layer streaming: the touched part of the weights plus the micro-batch's KV
+    mem_per_layer = (touched * weight_share + kv_share * micro / batch) / (chip.mem_bw_gbs * 1e9)
+    # per-layer compute on the region's share of the wafer's FLOPs: a region holding a
+    # fraction x of the resident bytes owns a fraction x of the cores, so a token's matmuls in a
+    # layer take 2 * touched * resident / (bytes per weight * peak), whatever the layer's size
+    peak = chip.peak_tflops(prec.compute) * 1e12
+    comp_per_layer = micro * 2.0 * touched * weight_share / (prec.bytes * peak)
+    comm = (n - 1) * chip.link_latency_us * 1e-6
+    return Work("decode", L * mem_per_layer, L * comp_per_layer, 0.0, L, comm)
+
+
+def wafer_prefill(chip: ChipSpec, model: ModelSpec, prec: Precision, kvb: float,
+                  batch: int, prompt: int, n: int) -> Work:
+    """Prefill fills the layer pipeline and keeps every region busy: compute-bound on all n
+    wafers' FLOPs, plus one pass of streaming and the per-layer latency to fill the pipe."""
+    tokens = batch * prompt
+    kv_total = batch * model.kv_elems_stored(prompt) * kvb
+    resident = _wafer_resident(model, prec, kv_total, n)
+    flops = 2.0 * model.layer_params_touched(1) * tokens + 2.0 * model.head_params * batch
+    flops += 4.0 * model.layers * model.heads * model.head_dim * batch * _causal_pairs(model, prompt)
+    peak = chip.peak_tflops(prec.compute) * 1e12 * n
+    comm = (n - 1) * chip.link_latency_us * 1e-6
+    return Work("prefill", resident / (chip.mem_bw_gbs * 1e9), flops / peak, 0.0, model.layers, comm)
+
+
+def build_work(chip: ChipSpec, model: ModelSpec, prec: Precision, kvb: float, phase: str,
+               batch: int, length: int, n: int) -> Work:
+    """Dispatch on the chip kind (wafer vs everything else) and phase."""
+    if chip.kind == "wafer":
+        fn = wafer_decode if phase == "decode" else wafer_prefill
+    else:
+        fn = gpu_decode if phase == "decode" else gpu_prefill
+    return fn(chip, model, prec, kvb, batch, length, n)
