@@ -69,6 +69,7 @@ class ApplyResult:
     change_id: str | None
     commit: str | None = None
     commit_error: str | None = None
+    commit_notes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -275,4 +276,5 @@ def apply_proposal(ws: Workspace, proposal: Proposal, accepted: set[str], *,
         return ApplyResult([], refused, None)
     res = apply_change(ws, records, message=message, commit=commit, hunks=chosen)
     refused.extend(EditError(p, why) for p, why in res.refused)
-    return ApplyResult(res.written, refused, res.change_id, res.commit, res.commit_error)
+    return ApplyResult(res.written, refused, res.change_id, res.commit, res.commit_error,
+                       res.commit_notes)

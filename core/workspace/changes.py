@@ -22,6 +22,7 @@ class ChangeResult:
     refused: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
     commit: str | None = None
     commit_error: str | None = None
+    commit_notes: list[str] = field(default_factory=list)
     recovered: list[str] = field(default_factory=list)  # ids finished after a crash
 
 
@@ -90,9 +91,10 @@ def _commit(ws: Workspace, journal: Journal, entry: JournalEntry, result: Change
 
     if not gitmod.is_repo(ws.root):
         return
-    res = gitmod.commit_paths(ws.root, [f.path for f in entry.files],
-                              entry.message or "sparkstation: accepted edit")
+    files = [gitmod.CommitFile(f.path, f.before, f.after) for f in entry.files]
+    res = gitmod.commit_change(ws.root, files, entry.message or "sparkstation: accepted edit")
     result.commit, result.commit_error = res.sha, res.error
+    result.commit_notes = res.notes
     if res.sha:
         journal.mark(entry, entry.state, commit=res.sha)
 

@@ -1,13 +1,17 @@
-"""Git for accepted changes (gitpython): commit exactly the files a change wrote.
+"""Git for accepted changes (gitpython): commit exactly the change, nothing else.
 
-Why `git commit --only -- paths`: the user's own staged work and the rest of their
-uncommitted changes stay where they were; only the files sparkstation wrote go into
-the commit.
+Why plumbing instead of `git add` + `git commit`: the user may have staged work, other
+uncommitted files, or uncommitted edits *in the very file* the model changed.  We build
+the commit's tree from HEAD in a temporary index, putting in each file HEAD's content
+with only our change applied (re-based when the user's own edits sit in the same file),
+so the user's work stays uncommitted and their staging area stays as it was.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
 
@@ -15,6 +19,16 @@ from pathlib import Path
 class CommitResult:
     sha: str | None
     error: str | None = None
+    notes: list[str] = field(default_factory=list)  # files committed with extra content
+
+
+@dataclass
+class CommitFile:
+    """A file of a change: its root-relative path and exact bytes before/after."""
+
+    path: str
+    before: bytes | None
+    after: bytes | None
 
 
 def open_repo(root: Path):
@@ -36,45 +50,132 @@ def is_repo(root: Path) -> bool:
     return open_repo(root) is not None
 
 
-def commit_paths(root: Path, paths: list[str], message: str) -> CommitResult:
-    """Commit the current content of `paths` (relative to root) and nothing else."""
+def _head_entry(repo, rel: str) -> tuple[bytes | None, str | None]:
+    """(content, mode) of rel in HEAD, or (None, None) when absent or no HEAD yet."""
+    try:
+        blob = repo.head.commit.tree / rel
+    except (KeyError, ValueError):
+        return None, None
+    return blob.data_stream.read(), f"{blob.mode:o}"
+
+
+def _target(rel: str, before: bytes | None, after: bytes | None, head: bytes | None,
+            notes: list[str]) -> bytes | None:
+    """The content to commit: HEAD with only this change applied."""
+    if head == before or after is None or before is None:
+        return after
+    from core.edits.hunks import apply_hunks, make_hunks, rebase_hunk
+    from core.workspace.files import WorkspaceError, decode, encode
+
+    try:
+        b_text, _ = decode(before, rel)
+        a_text, _ = decode(after, rel)
+        h_text, fmt = decode(head, rel) if head is not None else ("", None)
+        if fmt is None:
+            raise ValueError("new in the working tree")
+        lines = h_text.splitlines(keepends=True)
+        moved = [rebase_hunk(h, lines) for h in make_hunks(rel, b_text, a_text)]
+        if any(m is None for m in moved):
+            raise ValueError("the change overlaps uncommitted edits")
+        return encode(apply_hunks(h_text, moved), fmt, rel)
+    except (ValueError, WorkspaceError) as exc:
+        notes.append(f"{rel}: committed with your uncommitted edits in it ({exc})")
+        return after
+
+
+def commit_change(root: Path, files: list[CommitFile], message: str) -> CommitResult:
+    """Commit exactly these changes on top of HEAD; the index and other work stay put."""
     import git
 
     repo = open_repo(root)
     if repo is None:
         return CommitResult(None, "not a git repository")
     top = Path(repo.working_tree_dir).resolve()
-    rels = []
-    for p in paths:
-        full = (root / p)
-        rel = full.resolve().relative_to(top).as_posix() if full.exists() else \
-            (root.resolve() / p).relative_to(top).as_posix()
-        rels.append(rel)
-    try:
-        ignored = set(repo.ignored(*rels)) if rels else set()
-    except git.GitCommandError:
-        ignored = set()
-    rels = [r for r in rels if r not in ignored]
-    if not rels:
-        return CommitResult(None, "every changed file is ignored by git; nothing committed")
     message = message.strip() or "sparkstation: accepted edit"
+    notes: list[str] = []
     try:
-        existing = [r for r in rels if (top / r).exists()]
-        if existing:
-            repo.git.add("--", *existing)
-        tracked_or_new = [r for r in rels
-                          if (top / r).exists() or _tracked(repo, r)]
-        if not tracked_or_new:
-            return CommitResult(None, "nothing to commit")
-        repo.git.commit("--no-verify", "-m", message, "--only", "--", *tracked_or_new)
+        has_head = repo.head.is_valid()
+        rels = [(root.resolve() / f.path).resolve().relative_to(top).as_posix()
+                if (root / f.path).exists() else
+                (root.resolve() / f.path).relative_to(top).as_posix() for f in files]
+        ignored = set(repo.ignored(*rels)) if rels else set()
+        updates: list[tuple[str, bytes | None, str]] = []
+        for f, rel in zip(files, rels):
+            if rel in ignored:
+                notes.append(f"{rel}: ignored by git; not committed")
+                continue
+            head, mode = _head_entry(repo, rel) if has_head else (None, None)
+            target = _target(rel, f.before, f.after, head, notes)
+            if target == head:
+                continue
+            if mode is None:
+                mode = "100755" if os.access(top / rel, os.X_OK) else "100644"
+            updates.append((rel, target, mode))
+        if not updates:
+            return CommitResult(None, "nothing to commit", notes)
+        with tempfile.TemporaryDirectory(prefix="spark-index-") as tmp:
+            env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+            g = repo.git
+            if has_head:
+                g.read_tree("HEAD", env=env)
+            for rel, data, mode in updates:
+                if data is None:
+                    g.update_index("--force-remove", "--", rel, env=env)
+                else:
+                    sha = _hash_blob(repo, data)
+                    g.update_index("--add", "--cacheinfo", f"{mode},{sha},{rel}", env=env)
+            tree = g.write_tree(env=env)
+        parents = ["-p", repo.head.commit.hexsha] if has_head else []
+        commit = repo.git.commit_tree(tree, *parents, "-m", message)
+        old = repo.head.commit.hexsha if has_head else None
+        ref = repo.head.ref.path if not repo.head.is_detached else "HEAD"
+        args = [ref, commit] + ([old] if old else [])
+        repo.git.update_ref("-m", f"sparkstation: {message.splitlines()[0]}", *args)
+        _sync_index(repo, updates, has_head, old)
     except git.GitCommandError as exc:
         detail = (exc.stderr or exc.stdout or str(exc)).strip().splitlines()
-        return CommitResult(None, f"git commit failed: {detail[-1] if detail else exc}")
-    return CommitResult(repo.head.commit.hexsha)
+        return CommitResult(None, f"git commit failed: {detail[-1] if detail else exc}", notes)
+    return CommitResult(commit, None, notes)
 
 
-def _tracked(repo, rel: str) -> bool:
-    try:
-        return bool(repo.git.ls_files("--", rel).strip())
-    except Exception:  # noqa: BLE001 - treat any git failure as untracked
-        return False
+def _hash_blob(repo, data: bytes) -> str:
+    import io
+
+    istream = repo.odb.store(_IStream(data, io))
+    return istream.hexsha.decode() if isinstance(istream.hexsha, bytes) else istream.hexsha
+
+
+def _IStream(data: bytes, io):
+    from gitdb import IStream
+
+    return IStream("blob", len(data), io.BytesIO(data))
+
+
+def _sync_index(repo, updates, has_head: bool, old_head: str | None) -> None:
+    """Where the user had nothing staged for a path, stage our committed content, so
+    `git status` shows only their own work; staged entries of theirs are left alone."""
+    for rel, data, mode in updates:
+        staged = repo.git.ls_files("-s", "--", rel).split()
+        staged_sha = staged[1] if len(staged) >= 2 else None
+        head_sha = None
+        if has_head and old_head:
+            try:
+                head_sha = (repo.commit(old_head).tree / rel).hexsha
+            except KeyError:
+                head_sha = None
+        if staged_sha != head_sha:
+            continue  # the user staged something of their own here
+        if data is None:
+            repo.git.update_index("--force-remove", "--", rel)
+        else:
+            sha = _hash_blob(repo, data)
+            repo.git.update_index("--add", "--cacheinfo", f"{mode},{sha},{rel}")
+
+
+def commit_paths(root: Path, paths: list[str], message: str) -> CommitResult:
+    """Commit the working-tree content of paths (a simpler entry point for tools)."""
+    files = []
+    for p in paths:
+        full = root / p
+        files.append(CommitFile(p, None, full.read_bytes() if full.exists() else None))
+    return commit_change(root, files, message)

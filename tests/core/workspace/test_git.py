@@ -71,3 +71,44 @@ def test_commit_can_be_turned_off(repo):
     assert res.commit is None and r.head.commit.hexsha == before
     assert undo_last(ws).commit is None  # an uncommitted change is undone uncommitted
     assert (root / "app.py").read_text() == "def f():\n    return 1\n"
+
+
+def test_users_uncommitted_edit_in_the_same_file_stays_uncommitted(repo):
+    root, r = repo
+    body = "".join(f"def f{i}():\n    return {i}\n\n" for i in range(10))
+    (root / "big.py").write_text(body)
+    r.index.add(["big.py"])
+    r.index.commit("big")
+    user = "# user's note, not committed yet\n" + body
+    (root / "big.py").write_text(user)
+    ws = Workspace(root)
+    prop = build_proposal(ws, [Edit("big.py", "    return 7\n", "    return 70\n",
+                                    "search_replace")])
+    res = apply_proposal(ws, prop, {h.id for h in prop.hunks}, message="seventy")
+    assert res.commit
+    committed = r.git.show("HEAD:big.py") + "\n"
+    assert committed == body.replace("    return 7\n", "    return 70\n")
+    assert (root / "big.py").read_text() == user.replace("    return 7\n", "    return 70\n")
+    # what is left uncommitted is exactly the user's own line
+    diff = r.git.diff("HEAD", "--", "big.py")
+    assert "+# user's note" in diff and "return 70" not in diff
+    assert r.git.diff("--cached", "--name-only").split() == []
+
+    undo = undo_last(ws)
+    assert undo.commit and r.git.show("HEAD:big.py") + "\n" == body
+    assert (root / "big.py").read_text() == user
+
+
+def test_commit_in_a_repo_without_commits(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / ".gitconfig"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    for k in ("AUTHOR", "COMMITTER"):
+        monkeypatch.setenv(f"GIT_{k}_NAME", "Test")
+        monkeypatch.setenv(f"GIT_{k}_EMAIL", "test@example.invalid")
+    r = git.Repo.init(tmp_path / "p")
+    ws = Workspace(tmp_path / "p")
+    prop = build_proposal(ws, [Edit("a.py", "", "A = 1\n", "whole_file")])
+    res = apply_proposal(ws, prop, {h.id for h in prop.hunks}, message="first")
+    assert res.commit and r.head.commit.message.strip() == "first"
+    assert r.git.show("HEAD:a.py") == "A = 1"
