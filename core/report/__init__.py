@@ -1,0 +1,1 @@
+"""Session recording (JSONL under `.spark/sessions/`) and the report built from it."""
