@@ -6,11 +6,11 @@ Measured lines (JSONL), as in the issue:
 optional: precision, kv_precision, chips.
 
 The physics (work.py) turns each point into seconds-at-peak; the duration is linear in
-theta = (1/mem_eff, 1/compute_eff, layer_us, prefill_layer_us, step_us) once each point's
-roofline branch (memory or compute) is known, so we alternate: pick branches with the current
+theta = (1/mem_eff, 1/compute_eff, layer_us, prefill_layer_us, step_us, prefill_step_us) once each point's
+branches (memory or compute; host or device for prefill) are known, so we alternate: pick branches with the current
 theta, solve a weighted least-squares for theta, repeat. Residuals are relative (a 10% miss on
 a 2 ms step counts as much as on a 500 ms prefill), and a weak prior pulls each term toward the
-spec default so that four points (two decode, two prefill) determine five terms sensibly.
+spec default so that four points (two decode, two prefill) determine six terms sensibly.
 """
 
 from __future__ import annotations
@@ -98,17 +98,70 @@ def point_work(point: Point, chip: ChipSpec | None = None) -> tuple[ChipSpec, Wo
 
 
 def _theta0(chip: ChipSpec) -> list[float]:
-    return [1 / chip.mem_eff, 1 / chip.compute_eff, chip.layer_us, chip.prefill_layer_us, chip.step_us]
+    return [1 / chip.mem_eff, 1 / chip.compute_eff, chip.layer_us, chip.prefill_layer_us, chip.step_us,
+            chip.prefill_step_us]
 
 
 def _terms(theta) -> dict[str, float]:
     return {
-        "mem_eff": 1 / theta[0],
-        "compute_eff": 1 / theta[1],
+        "mem_eff": float(1 / theta[0]),
+        "compute_eff": float(1 / theta[1]),
         "layer_us": float(theta[2]),
         "prefill_layer_us": float(theta[3]),
         "step_us": float(theta[4]),
+        "prefill_step_us": float(theta[5]),
     }
+
+
+def _rows(points: list[Point], works: list[Work], theta, theta0):
+    """Design matrix and targets (relative units) for the branches `theta` selects."""
+    rows, target = [], []
+    for p, w in zip(points, works):
+        memory_branch = w.mem_s * theta[0] >= w.compute_s * theta[1]
+        device = [
+            (w.mem_s if memory_branch else 0.0) + w.elem_s,
+            0.0 if memory_branch else w.compute_s,
+            w.layers * 1e-6,
+            0.0,
+            1e-6,
+            0.0,
+        ]
+        row = device
+        if w.phase == "prefill":
+            host = [0.0, 0.0, 0.0, w.layers * 1e-6, 0.0, 1e-6]
+            dev_s = sum(a * b for a, b in zip(device, theta)) + w.comm_s
+            if sum(a * b for a, b in zip(host, theta)) > dev_s:
+                row = host
+        t = p.ms * 1e-3
+        rows.append([v / t for v in row])
+        target.append((t - (w.comm_s if row is device else 0.0)) / t)
+    for i, v in enumerate(theta0):
+        prior = [0.0] * 6
+        prior[i] = PRIOR_WEIGHT / v
+        rows.append(prior)
+        target.append(PRIOR_WEIGHT)
+    return rows, target
+
+
+def _alternate(points: list[Point], works: list[Work], theta0, start):
+    """Alternate branch choice and least squares from `start`; return (theta, loss)."""
+    import numpy as np
+
+    theta = start
+    for _ in range(ITERATIONS):
+        rows, target = _rows(points, works, theta, theta0)
+        new, *_ = np.linalg.lstsq(np.array(rows), np.array(target), rcond=None)
+        # efficiencies cannot exceed 1 and overheads cannot be negative
+        new[0] = max(new[0], 1.0)
+        new[1] = max(new[1], 1.0)
+        new[2:] = np.maximum(new[2:], 0.0)
+        done = np.allclose(new, theta, rtol=1e-9)
+        theta = new
+        if done:
+            break
+    rows, target = _rows(points, works, theta, theta0)
+    loss = float(np.sum((np.array(rows) @ theta - np.array(target)) ** 2))
+    return theta, loss
 
 
 def fit_chip(points: list[Point]) -> dict:
@@ -121,41 +174,23 @@ def fit_chip(points: list[Point]) -> dict:
     base, _ = resolve(points[0].chip)
     works = [point_work(p)[1] for p in points]
     theta0 = np.array(_theta0(base))
-    theta = theta0.copy()
-    for _ in range(ITERATIONS):
-        rows, target = [], []
-        for p, w in zip(points, works):
-            memory_branch = w.mem_s * theta[0] >= w.compute_s * theta[1]
-            row = [
-                (w.mem_s if memory_branch else 0.0) + w.elem_s,
-                0.0 if memory_branch else w.compute_s,
-                w.layers * 1e-6 if w.phase == "decode" else 0.0,
-                w.layers * 1e-6 if w.phase == "prefill" else 0.0,
-                1e-6,
-            ]
-            t = p.ms * 1e-3
-            rows.append([v / t for v in row])
-            target.append((t - w.comm_s) / t)
-        for i, v in enumerate(theta0):
-            prior = [0.0] * 5
-            prior[i] = PRIOR_WEIGHT / v
-            rows.append(prior)
-            target.append(PRIOR_WEIGHT)
-        new, *_ = np.linalg.lstsq(np.array(rows), np.array(target), rcond=None)
-        # efficiencies cannot exceed 1 and overheads cannot be negative
-        new[0] = max(new[0], 1.0)
-        new[1] = max(new[1], 1.0)
-        new[2:] = np.maximum(new[2:], 0.0)
-        if np.allclose(new, theta, rtol=1e-9):
-            theta = new
-            break
-        theta = new
+    # The branches are discrete, so alternating can stop in a local optimum (e.g. never trying
+    # the host branch for a short prompt): start from a few host-overhead guesses, keep the best.
+    best = None
+    for host_scale in (1.0, 4.0, 0.25):
+        start = theta0.copy()
+        start[3] *= host_scale
+        start[5] *= host_scale
+        theta, loss = _alternate(points, works, theta0, start)
+        if best is None or loss < best[1]:
+            best = (theta, loss)
+    theta = best[0]
     terms = _terms(theta)
     chip = base.with_terms(**terms)
     errors = [abs(time_of(w, chip).total_s * 1e3 - p.ms) / p.ms for p, w in zip(points, works)]
     return {
         "family": base.family,
-        "terms": terms,
+        "terms": {k: round(v, 6) for k, v in terms.items()},
         "points": len(points),
         "fit_error_pct": round(100 * max(errors), 2),
     }

@@ -17,7 +17,7 @@ from hwmodel.errors import HwModelError
 SPEC_DIR = Path(__file__).parent / "specs"
 
 # Terms calibration may fit; everything else in a spec is a published figure.
-TERMS = ("mem_eff", "compute_eff", "layer_us", "prefill_layer_us", "step_us")
+TERMS = ("mem_eff", "compute_eff", "layer_us", "prefill_layer_us", "step_us", "prefill_step_us")
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,7 @@ class ChipSpec:
     layer_us: float = 60.0
     prefill_layer_us: float = 250.0
     step_us: float = 150.0
+    prefill_step_us: float = 5000.0
     usable_mem: float = 0.90
     source: str = ""
     aliases: tuple[str, ...] = field(default_factory=tuple)

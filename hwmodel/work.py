@@ -4,9 +4,14 @@ A step is reduced to a `Work`: seconds at 100% of peak memory bandwidth (M), sec
 peak FLOPs (C), seconds of un-fused elementwise traffic (E), the layers on the critical path,
 and a fixed interconnect time. Its duration on a chip is
 
-    t = max(M / mem_eff, C / compute_eff) + E / mem_eff + layers * per_layer_us + step_us + comm
+    device = max(M / mem_eff, C / compute_eff) + E / mem_eff + layers * layer_us + comm
+    decode:  t = device + step_us                    (CUDA-graph replay: no host in the way)
+    prefill: t = max(layers * prefill_layer_us + prefill_step_us, device + step_us)
 
-which is linear in (1/mem_eff, 1/compute_eff, per_layer_us, step_us) once the max() branch is
+Prefill runs eagerly in most engines: the host launches each layer's kernels (~0.5 ms per
+layer in PyTorch, plus a few ms per pass for embedding, masks and sampling setup) while the GPU runs behind it, so a short prompt takes the host's time and a
+long one the device's, never their sum (our H100 runs: 128 to 2048 tokens of a 1B model all
+take ~12 ms). The total is linear in (1/mem_eff, 1/compute_eff, per_layer_us, step_us) once the max() branch is
 known; calibration uses exactly that (calibrate.py). Keeping the physics here, apart from the
 terms, is what lets a calibration transfer from one chip to a sibling with other peaks.
 """
@@ -55,10 +60,14 @@ def time_of(work: Work, chip: ChipSpec) -> Timing:
     mem = work.mem_s / chip.mem_eff
     comp = work.compute_s / chip.compute_eff
     elem = work.elem_s / chip.mem_eff
-    per_layer = chip.layer_us if work.phase == "decode" else chip.prefill_layer_us
-    overhead = (work.layers * per_layer + chip.step_us) * 1e-6
-    total = max(mem, comp) + elem + overhead + work.comm_s
-    return Timing(total, mem + elem, comp, overhead, work.comm_s)
+    fixed = work.layers * chip.layer_us * 1e-6
+    device = max(mem, comp) + elem + fixed + work.comm_s
+    step = chip.step_us * 1e-6
+    if work.phase == "prefill":
+        host = (work.layers * chip.prefill_layer_us + chip.prefill_step_us) * 1e-6
+        if host > device + step:
+            return Timing(host, mem + elem, comp, host, work.comm_s)
+    return Timing(device + step, mem + elem, comp, fixed + step, work.comm_s)
 
 
 def _allreduce_s(chip: ChipSpec, n: int, nbytes: float) -> float:
