@@ -246,7 +246,9 @@ class StreamingParser:
         if m:
             info = m.group(3)
             lang = info.split()[0].lower() if info else ""
-            info_path = next((p for p in (clean_path(w) for w in info.split()) if p), None)
+            words = [w for word in info.split() for w in word.split(":") if w]
+            info_path = next((p for p in (clean_path(w) for w in words[1:] or words) if p),
+                             None)
             if lang in DIFF_LANGS:
                 self._fence = _Fence(m.group(2), self._line_no, True, None)
             else:

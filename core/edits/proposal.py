@@ -49,6 +49,18 @@ class FileProposal:
         moved, failed = self.rebase(text)
         return "stale" if failed else "rebased"
 
+    def hunk_status(self, ws: Workspace) -> dict[str, str]:
+        """hunk id -> "fresh" | "rebased" | "stale", so the app can mark single hunks."""
+        try:
+            text, fp, _ = ws.snapshot(self.path)
+        except WorkspaceError:
+            return {h.id: "stale" for h in self.hunks}
+        if fp == self.base_fingerprint:
+            return {h.id: "fresh" for h in self.hunks}
+        moved, failed = self.rebase(text)
+        bad = set(failed)
+        return {h.id: "stale" if h.id in bad else "rebased" for h in self.hunks}
+
     def rebase(self, current_text: str, ids: set[str] | None = None
                ) -> tuple[list[Hunk], list[str]]:
         """The hunks (or those in ids) moved onto current_text, and the ids that could not be."""
@@ -94,6 +106,13 @@ class Proposal:
     def status(self, ws: Workspace) -> dict[str, str]:
         """path -> "fresh" | "rebased" | "stale" for every file of the proposal."""
         return {f.path: f.check(ws) for f in self.files}
+
+    def hunk_status(self, ws: Workspace) -> dict[str, str]:
+        """hunk id -> "fresh" | "rebased" | "stale" across every file."""
+        out: dict[str, str] = {}
+        for f in self.files:
+            out.update(f.hunk_status(ws))
+        return out
 
     def is_stale(self, ws: Workspace) -> bool:
         return any(s == "stale" for s in self.status(ws).values())

@@ -53,6 +53,13 @@ def apply_change(ws: Workspace, records: list[FileRecord], *, message: str = "",
     The caller built `records` from what it read; a file whose bytes differ now is
     refused (never overwritten), the others are still written.
     """
+    with Journal(ws).locked():
+        return _apply_change(ws, records, message=message, commit=commit, hunks=hunks,
+                             undoes=undoes)
+
+
+def _apply_change(ws: Workspace, records: list[FileRecord], *, message: str,
+                  commit: bool, hunks: list[str] | None, undoes: str | None) -> ChangeResult:
     result = ChangeResult(None, recovered=recover(ws))
     fresh: list[FileRecord] = []
     for rec in records:
@@ -76,6 +83,7 @@ def apply_change(ws: Workspace, records: list[FileRecord], *, message: str = "",
     journal.mark(entry, "applied")
     if commit:
         _commit(ws, journal, entry, result)
+    journal.prune()
     return result
 
 
@@ -107,6 +115,13 @@ def recover(ws: Workspace) -> list[str]:
     left alone.  Stray temp files from the interrupted write are removed.
     """
     journal = Journal(ws)
+    if not journal.dir.is_dir():
+        return []
+    with journal.locked():
+        return _recover(ws, journal)
+
+
+def _recover(ws: Workspace, journal: Journal) -> list[str]:
     done = []
     for entry in journal.entries():
         if entry.state not in ("pending", "undo-pending"):
@@ -131,6 +146,11 @@ def undo_last(ws: Workspace, *, commit: bool = True) -> ChangeResult:
     gets its old bytes back; one edited since gets the change's hunks reversed when their
     context still matches, otherwise it is refused with the reason.
     """
+    with Journal(ws).locked():
+        return _undo_last(ws, commit=commit)
+
+
+def _undo_last(ws: Workspace, *, commit: bool) -> ChangeResult:
     from core.edits.hunks import make_hunks, rebase_hunk, apply_hunks
 
     recovered = recover(ws)

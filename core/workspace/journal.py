@@ -11,14 +11,19 @@ from __future__ import annotations
 import base64
 import json
 import os
+import threading
 import time
 import uuid
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 from core.workspace.files import SPARK_DIR, Workspace, WorkspaceError
 
 STATES = ("pending", "applied", "undo-pending", "undone")
+KEEP = 200  # finished entries kept; older ones are pruned
+_held = threading.local()
 
 
 @dataclass
@@ -95,6 +100,51 @@ class Journal:
         ignore = spark / ".gitignore"
         if not ignore.exists():  # keep the journal out of the user's git status
             ignore.write_text("*\n")
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Exclusive lock on the journal (the app and `spark undo` in another terminal
+        must not interleave); re-entrant within one thread."""
+        held = getattr(_held, "roots", None)
+        if held is None:
+            held = _held.roots = {}
+        key = str(self.ws.root)
+        if held.get(key):
+            held[key] += 1
+            try:
+                yield
+            finally:
+                held[key] -= 1
+            return
+        self._ensure()
+        fd = os.open(self.dir.parent / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            try:
+                import fcntl
+
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except ImportError:  # pragma: no cover - no flock on this platform
+                pass
+            held[key] = 1
+            try:
+                yield
+            finally:
+                held[key] = 0
+        finally:
+            os.close(fd)
+
+    def prune(self, keep: int = KEEP) -> None:
+        """Drop the oldest finished entries beyond `keep` (pending ones are never dropped)."""
+        if not self.dir.is_dir():
+            return
+        names = sorted(self.dir.glob("*.json"))
+        for p in names[:max(0, len(names) - keep)]:
+            try:
+                state = json.loads(p.read_text("utf-8")).get("state")
+            except (OSError, ValueError):
+                continue
+            if state in ("applied", "undone"):
+                p.unlink(missing_ok=True)
 
     def _path(self, entry: JournalEntry) -> Path:
         return self.dir / f"{entry.seq:08d}-{entry.id}.json"

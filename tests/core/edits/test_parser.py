@@ -229,3 +229,8 @@ def test_generated_answers_round_trip_under_any_chunking(answer, sizes):
     assert got == expected
     one_char, _ = _chunked(text, [1])
     assert one_char == expected
+
+
+def test_path_after_language_and_colon_in_fence_info():
+    assert parse_edits("```python:lib/y.py\nY = 1\n```\n") == [
+        Edit("lib/y.py", "", "Y = 1\n", "whole_file")]

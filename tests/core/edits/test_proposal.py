@@ -125,3 +125,18 @@ def test_reindented_replacement(tmp_path):
             "def m(self):\n    return 2\n>>>>>>> REPLACE\n")
     prop = build_proposal(ws, parse_edits(text))
     assert prop.file("c.py").new_text == "class A:\n    def m(self):\n        return 2\n"
+
+
+def test_hunk_status_marks_single_hunks(tmp_path):
+    ws = _ws(tmp_path)
+    prop = build_proposal(ws, [_sr("m.py", "    return 2\n", "    return 22\n"),
+                               _sr("m.py", "    return 9\n", "    return 99\n")])
+    h2, h9 = prop.hunks
+    assert prop.hunk_status(ws) == {h2.id: "fresh", h9.id: "fresh"}
+    (tmp_path / "m.py").write_text(SRC.replace("    return 9\n", "    return 'user'\n"))
+    assert prop.hunk_status(ws) == {h2.id: "rebased", h9.id: "stale"}
+    # accepting only the hunk that still places works; the stale one would be refused
+    res = apply_proposal(ws, prop, {h2.id}, commit=False)
+    assert res.written == ["m.py"]
+    assert "    return 22\n" in (tmp_path / "m.py").read_text()
+    assert "    return 'user'\n" in (tmp_path / "m.py").read_text()

@@ -145,3 +145,14 @@ def test_apply_change_refuses_a_file_changed_since_it_was_read(tmp_path):
     res = apply_change(ws, [rec], commit=False)
     assert res.written == [] and "changed on disk" in res.refused[0][1]
     assert (tmp_path / "a.txt").read_text() == "user\n"
+
+
+def test_prune_keeps_recent_and_pending_entries(tmp_path):
+    ws = Workspace(tmp_path)
+    for i in range(5):
+        apply_change(ws, [prepare(ws, "f.txt", f"v{i}\n")], commit=False)
+    journal = Journal(ws)
+    journal.prune(keep=2)
+    assert [e.seq for e in journal.entries()] == [4, 5]
+    assert undo_last(ws, commit=False).written == ["f.txt"]
+    assert (tmp_path / "f.txt").read_text() == "v3\n"
