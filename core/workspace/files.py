@@ -19,6 +19,7 @@ from typing import Sequence
 
 TEMP_SUFFIX = ".spark-tmp"
 SPARK_DIR = ".spark"
+IGNORE_FILE = ".sparkignore"  # gitignore syntax: paths edits may never touch
 _SNIFF = 8192
 
 
@@ -91,7 +92,12 @@ class Workspace:
             raise WorkspaceError(f"{root}: not a folder")
         self.root: Path = root.resolve()
         self.max_bytes = max_bytes
-        self.deny_globs = tuple(deny_globs)
+        own = self.root / IGNORE_FILE
+        extra: list[str] = []
+        if own.is_file():  # the user's project-level ignore rules for edits
+            extra = [ln for ln in own.read_text("utf-8", "replace").splitlines()
+                     if ln.strip() and not ln.lstrip().startswith("#")]
+        self.deny_globs = tuple(deny_globs) + tuple(extra)
         self._deny = None
         if self.deny_globs:
             import pathspec

@@ -101,3 +101,12 @@ def test_failed_write_leaves_no_temp_and_old_content(ws, monkeypatch):
         ws.write_text("src/a.py", "x = 3\n")
     assert (ws.root / "src" / "a.py").read_text() == "x = 1\n"
     assert not list((ws.root / "src").glob(f"*{TEMP_SUFFIX}"))
+
+
+def test_sparkignore_file_adds_deny_rules(tmp_path):
+    (tmp_path / ".sparkignore").write_text("# generated code\ngen/\n*.min.js\n")
+    ws = Workspace(tmp_path, deny_globs=["vendor/"])
+    for rel in ("gen/api.py", "static/app.min.js", "vendor/lib.py"):
+        with pytest.raises(WorkspaceError, match="ignore rules"):
+            ws.resolve(rel)
+    assert ws.resolve("src/ok.py") == tmp_path.resolve() / "src" / "ok.py"
