@@ -21,9 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.edits.parser import StreamingParser  # noqa: E402
-from core.edits.proposal import apply_proposal, build_proposal  # noqa: E402
-from core.workspace.files import Workspace  # noqa: E402
+from core.edits.parser import StreamingParser
+from core.edits.proposal import apply_proposal, build_proposal
+from core.workspace.files import Workspace
 
 
 def make_file(rng: random.Random, n_funcs: int, tag: str) -> str:

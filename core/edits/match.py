@@ -117,7 +117,7 @@ def _fuzzy(lines: list[str], search: list[str]):
     sm = difflib.SequenceMatcher(autojunk=False)
     sm.set_seq2(target)
     for length in sorted({max(1, n - 1), n, n + 1}):
-        for start in range(0, max(1, len(lines) - length + 1)):
+        for start in range(max(1, len(lines) - length + 1)):
             sm.set_seq1("\n".join(stripped[start:start + length]))
             if sm.real_quick_ratio() < 0.5 or sm.quick_ratio() < 0.5:
                 continue

@@ -46,7 +46,7 @@ class FileProposal:
             return "stale"
         if fp == self.base_fingerprint:
             return "fresh"
-        moved, failed = self.rebase(text)
+        _, failed = self.rebase(text)
         return "stale" if failed else "rebased"
 
     def hunk_status(self, ws: Workspace) -> dict[str, str]:
@@ -57,7 +57,7 @@ class FileProposal:
             return {h.id: "stale" for h in self.hunks}
         if fp == self.base_fingerprint:
             return {h.id: "fresh" for h in self.hunks}
-        moved, failed = self.rebase(text)
+        _, failed = self.rebase(text)
         bad = set(failed)
         return {h.id: "stale" if h.id in bad else "rebased" for h in self.hunks}
 

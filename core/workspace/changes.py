@@ -65,9 +65,9 @@ def _apply_change(ws: Workspace, records: list[FileRecord], *, message: str,
     for rec in records:
         current = ws.read_bytes(rec.path)
         if current != rec.before:
-            result.refused.append((rec.path, f"{rec.path} changed on disk since it was read "
-                                              f"(fingerprint {fingerprint_bytes(current)}); "
-                                              f"not overwritten"))
+            why = (f"{rec.path} changed on disk since it was read "
+                   f"(fingerprint {fingerprint_bytes(current)}); not overwritten")
+            result.refused.append((rec.path, why))
         elif rec.before == rec.after:
             continue
         else:
@@ -151,7 +151,7 @@ def undo_last(ws: Workspace, *, commit: bool = True) -> ChangeResult:
 
 
 def _undo_last(ws: Workspace, *, commit: bool) -> ChangeResult:
-    from core.edits.hunks import make_hunks, rebase_hunk, apply_hunks
+    from core.edits.hunks import apply_hunks, make_hunks, rebase_hunk
 
     recovered = recover(ws)
     journal = Journal(ws)
@@ -166,8 +166,9 @@ def _undo_last(ws: Workspace, *, commit: bool) -> ChangeResult:
             records.append(FileRecord(rec.path, current, rec.before, rec.mode))
             continue
         if current is None or rec.after is None or rec.before is None:
-            refused.append((rec.path, f"{rec.path} was created or deleted by the change and "
-                                      f"has been changed since; not undone"))
+            why = (f"{rec.path} was created or deleted by the change and has been "
+                   f"changed since; not undone")
+            refused.append((rec.path, why))
             continue
         after_t, _ = decode(rec.after, rec.path)
         before_t, _ = decode(rec.before, rec.path)
@@ -176,8 +177,9 @@ def _undo_last(ws: Workspace, *, commit: bool) -> ChangeResult:
         back = make_hunks(rec.path, after_t, before_t)
         moved = [rebase_hunk(h, lines) for h in back]
         if any(h is None for h in moved):
-            refused.append((rec.path, f"{rec.path} was edited after the change and the "
-                                      f"change's lines are no longer there; not undone"))
+            why = (f"{rec.path} was edited after the change and the change's lines are "
+                   f"no longer there; not undone")
+            refused.append((rec.path, why))
             continue
         try:
             new_t = apply_hunks(cur_t, [h for h in moved if h is not None])

@@ -13,9 +13,9 @@ import hashlib
 import os
 import stat
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Sequence
 
 TEMP_SUFFIX = ".spark-tmp"
 SPARK_DIR = ".spark"

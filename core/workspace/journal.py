@@ -14,10 +14,10 @@ import os
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 from core.workspace.files import SPARK_DIR, Workspace, WorkspaceError
 
@@ -40,7 +40,7 @@ class FileRecord:
                 "mode": self.mode}
 
     @classmethod
-    def from_json(cls, d: dict) -> "FileRecord":
+    def from_json(cls, d: dict) -> FileRecord:
         return cls(d["path"], _dec(d["before"]), _dec(d["after"]), d.get("mode"))
 
 
@@ -64,7 +64,7 @@ class JournalEntry:
         return d
 
     @classmethod
-    def from_json(cls, d: dict) -> "JournalEntry":
+    def from_json(cls, d: dict) -> JournalEntry:
         d = dict(d)
         d["files"] = [FileRecord.from_json(f) for f in d["files"]]
         return cls(**d)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import AsyncIterator, Sequence
 
 from core.workspace.files import SPARK_DIR, TEMP_SUFFIX
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hypothesis import given, settings, strategies as st, HealthCheck
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from core.edits.parser import Edit, parse_edits
 from core.edits.proposal import apply_proposal, build_proposal
