@@ -236,16 +236,8 @@ class RepoMap:
             self._ensure_built()
             state = self._graph_state()
             chat = [state.file_index[r] for r in set(chat_files) if r in state.file_index]
-            personal = np.zeros(state.graph.size)
-            for node in chat:
-                personal[node] += 1.0
-            for rel in set(mentioned_files):
-                if rel in state.file_index:
-                    personal[state.file_index[rel]] += 1.0
-            for name in set(mentioned_names):
-                if name in state.ident_index:
-                    personal[state.ident_index[name]] += 1.0
-            ranks = pagerank(state.graph, personal if personal.any() else None)
+            ranks = pagerank(state.graph, self._personalisation(
+                state, chat, mentioned_files, mentioned_names))
             ident_rank = np.where(state.def_ident >= 0, ranks[state.def_ident], 0.0)
             score = ranks[state.def_file] * state.def_scale + ident_rank * state.def_share
             score *= state.def_factor
@@ -256,6 +248,42 @@ class RepoMap:
                 return
             rel, d = state.def_refs[k]
             yield MapEntry(rel, d, float(score[k]))
+
+    @staticmethod
+    def _personalisation(
+        state: _GraphState, chat: list[int], mentioned_files: Iterable[str],
+        mentioned_names: Iterable[str],
+    ) -> np.ndarray | None:
+        """Where the random walk restarts: the user's focus, plus a little of everywhere.
+
+        Focus is the chat files, the files that use what the chat files define (their
+        callers must change with them), and files and names the prompt mentions. A fifth
+        of the mass stays uniform over files, so a chat file that references nothing
+        still leaves the rest of the tree ranked.
+        """
+        graph = state.graph
+        focus = np.zeros(graph.size)
+        n_files = len(state.files)
+        if chat:
+            focus[chat] += 1.0
+            defined = np.unique(state.def_ident[np.isin(state.def_file, chat)])
+            defined = defined[defined >= 0]
+            if len(defined):
+                is_ref = (graph.src < n_files) & np.isin(graph.dst, defined)
+                callers = np.setdiff1d(np.unique(graph.src[is_ref]), chat)
+                if len(callers):
+                    focus[callers] += 0.5 * len(chat) / len(callers)
+        for rel in set(mentioned_files):
+            if rel in state.file_index:
+                focus[state.file_index[rel]] += 1.0
+        for name in set(mentioned_names):
+            if name in state.ident_index:
+                focus[state.ident_index[name]] += 1.0
+        if not focus.any() or n_files == 0:
+            return None
+        personal = 0.8 * focus / focus.sum()
+        personal[:n_files] += 0.2 / n_files
+        return personal
 
     # -- rendering ----------------------------------------------------------------------
     def render(
