@@ -26,6 +26,7 @@ class Rule:
     kind: str
     pattern: re.Pattern[str]
     description: str
+    needles: tuple[str, ...]  # literal text one of which must occur: a cheap pre-check
     group: int = 0
 
 
@@ -41,39 +42,40 @@ class SecretFinding:
                 "preview": self.preview_redacted}
 
 
-def _r(kind: str, pattern: str, description: str, group: int = 0, flags: int = 0) -> Rule:
-    return Rule(kind, re.compile(pattern, flags), description, group)
+def _r(kind: str, needles: tuple[str, ...], pattern: str, description: str,
+       group: int = 0) -> Rule:
+    return Rule(kind, re.compile(pattern), description, needles, group)
 
 
 # Order matters: a more specific rule claims its span before a broader one (anthropic
 # before openai, stripe before the generic assignment rule).
 RULES: tuple[Rule, ...] = (
-    _r("private-key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+    _r("private-key", ("PRIVATE KEY",), r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
        r"(?:[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----)?",
        "PEM/OpenSSH/PGP private key block (RSA, EC, DSA, OPENSSH, ENCRYPTED, PGP)"),
-    _r("anthropic", r"\bsk-ant-[a-z]{3,8}\d{2}-[A-Za-z0-9_-]{32,}",
+    _r("anthropic", ("sk-ant-",), r"\bsk-ant-[a-z]{3,8}\d{2}-[A-Za-z0-9_-]{32,}",
        "Anthropic API/admin key: sk-ant-api03-... (about 100 chars)"),
-    _r("openai", r"\bsk-(?:proj-|svcacct-|admin-|None-)?(?=[A-Za-z0-9_-]*\d)"
+    _r("openai", ("sk-",), r"\bsk-(?:proj-|svcacct-|admin-|None-)?(?=[A-Za-z0-9_-]*\d)"
        r"(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{32,}",
        "OpenAI key: sk-... / sk-proj-... / sk-svcacct-... (32+ chars, letters and digits)"),
-    _r("cerebras", r"\bcsk-(?=[A-Za-z0-9]*\d)[A-Za-z0-9]{32,}",
+    _r("cerebras", ("csk-",), r"\bcsk-(?=[A-Za-z0-9]*\d)[A-Za-z0-9]{32,}",
        "Cerebras Cloud key: csk- followed by 32+ alphanumerics"),
-    _r("aws-access-key-id", r"\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b",
+    _r("aws-access-key-id", ("AKIA", "ASIA", "ABIA", "ACCA"), r"\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b",
        "AWS access key id: AKIA/ASIA + 16 upper-case alphanumerics"),
-    _r("github", r"\b(?:gh[pousr]_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9_]{50,})\b",
+    _r("github", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"), r"\b(?:gh[pousr]_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9_]{50,})\b",
        "GitHub token: ghp_/gho_/ghu_/ghs_/ghr_ + 36, or fine-grained github_pat_..."),
-    _r("gitlab", r"\bglpat-[A-Za-z0-9_-]{20,}", "GitLab personal access token: glpat-..."),
-    _r("slack", r"\bxox[abposr]-[A-Za-z0-9-]{10,}|https://hooks\.slack\.com/services/"
+    _r("gitlab", ("glpat-",), r"\bglpat-[A-Za-z0-9_-]{20,}", "GitLab personal access token: glpat-..."),
+    _r("slack", ("xox", "hooks.slack.com"), r"\bxox[abposr]-[A-Za-z0-9-]{10,}|https://hooks\.slack\.com/services/"
        r"T[A-Za-z0-9]+/B[A-Za-z0-9]+/[A-Za-z0-9]+",
        "Slack token xoxb-/xoxp-/xoxa-/xoxs-/xoxr-... or incoming-webhook URL"),
-    _r("google-api-key", r"\bAIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])",
+    _r("google-api-key", ("AIza",), r"\bAIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])",
        "Google API key: AIza + 35 chars"),
-    _r("stripe", r"\b(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{24,}",
+    _r("stripe", ("_live_", "_test_"), r"\b(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{24,}",
        "Stripe secret or restricted key: sk_live_/rk_live_/sk_test_..."),
-    _r("huggingface", r"\bhf_[A-Za-z0-9]{34,}\b", "Hugging Face token: hf_ + 34+"),
-    _r("jwt", r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}",
+    _r("huggingface", ("hf_",), r"\bhf_[A-Za-z0-9]{34,}\b", "Hugging Face token: hf_ + 34+"),
+    _r("jwt", ("eyJ",), r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}",
        "JSON Web Token: base64url header.payload.signature, header and payload JSON"),
-    _r("url-credentials", r"\b[a-z][a-z0-9+.-]{1,20}://[^/\s:@\"']{1,64}:(?!(?i:password|passwd|secret|pass)@)([^/\s:@\"'$<{]{6,})@",
+    _r("url-credentials", ("://",), r"\b[a-z][a-z0-9+.-]{1,20}://[^/\s:@\"']{1,64}:(?!(?i:password|passwd|secret|pass)@)([^/\s:@\"'$<{]{6,})@",
        "password embedded in a URL (scheme://user:PASSWORD@host)", group=1),
 )
 
@@ -81,6 +83,8 @@ RULES: tuple[Rule, ...] = (
 _SECRET_NAME = (r"(?:[A-Za-z0-9_.-]*?(?:secret|passw(?:or)?d|passwd|pwd|api[_-]?key|apikey|"
                 r"access[_-]?key|auth[_-]?token|access[_-]?token|refresh[_-]?token|"
                 r"bearer|private[_-]?key|client[_-]?secret|credentials?|token)[A-Za-z0-9_.-]*)")
+_NAME_HINT = re.compile(r"(?i)secret|passw|pwd|api[_-]?key|access[_-]?key|token|bearer|"
+                        r"private[_-]?key|credential")
 _ASSIGNMENT = re.compile(
     r"(?i)(?P<name>" + _SECRET_NAME + r")[\"']?\s*(?::=|=>|[:=])\s*"
     r"(?:(?P<q>[\"'`])(?P<quoted>[^\"'`\s]{16,256})(?P=q)|(?P<bare>[A-Za-z0-9+/=_.~-]{16,256})(?=\s|$|[;,]))")
@@ -116,6 +120,19 @@ def _looks_random(value: str) -> bool:
     return shannon_entropy(value) >= ASSIGNMENT_MIN_ENTROPY
 
 
+def _hinted_lines(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each line holding a secret-looking name: the assignment rule is
+    costly, so it runs only there."""
+    spans: list[tuple[int, int]] = []
+    for m in _NAME_HINT.finditer(text):
+        start = text.rfind("\n", 0, m.start()) + 1
+        if spans and spans[-1][0] == start:
+            continue
+        end = text.find("\n", m.end())
+        spans.append((start, len(text) if end < 0 else end))
+    return spans
+
+
 def _spans(text: str) -> list[tuple[int, int, str]]:
     """Non-overlapping (start, end, kind) secret spans, earlier rules first."""
     found: list[tuple[int, int, str]] = []
@@ -124,16 +141,19 @@ def _spans(text: str) -> list[tuple[int, int, str]]:
         return all(end <= s or start >= e for s, e, _ in found)
 
     for rule in RULES:
+        if not any(n in text for n in rule.needles):
+            continue
         for m in rule.pattern.finditer(text):
             start, end = m.span(rule.group)
             if start >= 0 and free(start, end):
                 found.append((start, end, rule.kind))
-    for m in _ASSIGNMENT.finditer(text):
-        group = "quoted" if m.group("quoted") is not None else "bare"
-        value = m.group(group)
-        start, end = m.span(group)
-        if _looks_random(value) and free(start, end):
-            found.append((start, end, GENERIC_KIND))
+    for line_start, line_end in _hinted_lines(text):
+        for m in _ASSIGNMENT.finditer(text, line_start, line_end):
+            group = "quoted" if m.group("quoted") is not None else "bare"
+            value = m.group(group)
+            start, end = m.span(group)
+            if _looks_random(value) and free(start, end):
+                found.append((start, end, GENERIC_KIND))
     return sorted(found)
 
 
