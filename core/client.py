@@ -71,7 +71,7 @@ class Done:
 class Stream:
     """One answer: async-iterate for `Delta`/`Info`; `.done` is set when it ends."""
 
-    def __init__(self, client: "CoreClient", sid: str, profile: str) -> None:
+    def __init__(self, client: CoreClient, sid: str, profile: str) -> None:
         self.client = client
         self.id = sid
         self.profile = profile
@@ -144,7 +144,7 @@ class CoreClient:
     @classmethod
     async def connect(cls, url: str, *, token: str | None = None,
                       on_state: Callable[[str], Any] | None = None,
-                      reconnect: bool = True, timeout: float = 5.0) -> "CoreClient":
+                      reconnect: bool = True, timeout: float = 5.0) -> CoreClient:
         client = cls(url, client_token(token), on_state, reconnect)
         await client._open(timeout)
         return client

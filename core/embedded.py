@@ -79,7 +79,7 @@ class EmbeddedCore:
         self._thread = None
         self.url = None
 
-    def __enter__(self) -> "EmbeddedCore":
+    def __enter__(self) -> EmbeddedCore:
         self.start()
         return self
 

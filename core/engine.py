@@ -114,7 +114,7 @@ class LegResult:
 class StreamJob:
     """One `generate` id: legs of generation (a steer starts a new leg), then `done`."""
 
-    def __init__(self, engine: "Engine", gen: P.Generate, emit: Emit) -> None:
+    def __init__(self, engine: Engine, gen: P.Generate, emit: Emit) -> None:
         self.engine = engine
         self.gen = gen
         self.profile = engine.config.profiles[gen.profile]
@@ -124,6 +124,7 @@ class StreamJob:
         self._partial: list[str] = []
         self._client_cancelled = False
         self._steer_count = 0
+        self.tokens_sent = 0  # across legs; for monitoring and tests
 
     def start(self) -> asyncio.Task:
         self.task = asyncio.get_running_loop().create_task(self.run(), name=self.gen.id)
@@ -239,7 +240,7 @@ class StreamJob:
                 if sent:
                     due += (now - t_last) * rates.tokens_per_s
                 t_last = now
-                n_due = int(due + 1e-9) - sent
+                n_due = min(int(due + 1e-9) - sent, engine.config.max_frame_tokens)
                 chunk: list[str] = []
                 while pending is not None and len(chunk) < n_due:
                     chunk.append(pending)
@@ -247,10 +248,12 @@ class StreamJob:
                 if chunk:
                     if not sent:
                         t_first = now
-                    self._partial.extend(chunk)
+                    text = "".join(chunk)
+                    self._partial.append(text)
                     sent += len(chunk)
+                    self.tokens_sent += len(chunk)
                     t_sent = now
-                    await self.emit(P.delta(self.gen.id, "".join(chunk), len(chunk)))
+                    await self.emit(P.delta(self.gen.id, text, len(chunk)))
                 if pending is None:
                     break
                 next_due = now + (sent + 1 - due) / rates.tokens_per_s
@@ -310,6 +313,7 @@ class StreamJob:
                         t_first = now
                     self._partial.append(text)
                     tokens_sent += n
+                    self.tokens_sent += n
                     t_last_frame = t_sent = now
                     await self.emit(P.delta(self.gen.id, text, n))
         finally:

@@ -60,6 +60,7 @@ class Profile:
 class CoreConfig:
     profiles: dict[str, Profile]
     frame_ms: float = 16.0
+    max_frame_tokens: int = 4096  # caps one delta's size (and the work done per wake)
     max_streams_per_connection: int = 64
     sources: tuple[Path, ...] = field(default=())
 
@@ -73,7 +74,7 @@ _PROFILE_TYPES: dict[str, tuple[type, ...]] = {
     "max_retries": (int,), "max_retry_wait_s": (int, float),
 }
 _CORE_TYPES: dict[str, tuple[type, ...]] = {
-    "frame_ms": (int, float), "max_streams_per_connection": (int,),
+    "frame_ms": (int, float), "max_frame_tokens": (int,), "max_streams_per_connection": (int,),
 }
 assert set(_PROFILE_TYPES) == {f.name for f in fields(Profile)} - {"name"}
 
@@ -202,6 +203,7 @@ def load_config(*, config_file: Path | None = None, project_root: Path | None = 
     for path in layers:
         _merge_layer(path, _read(path), raw, core)
     profiles = {name: _finish(name, entry, env) for name, entry in raw.items()}
-    if core.get("frame_ms", 16) <= 0:
-        raise ConfigError(f"{layers[-1]}: [core]: field 'frame_ms' must be positive")
+    for key in ("frame_ms", "max_frame_tokens", "max_streams_per_connection"):
+        if key in core and core[key] <= 0:
+            raise ConfigError(f"{layers[-1]}: [core]: field '{key}' must be positive")
     return CoreConfig(profiles=profiles, sources=tuple(layers), **core)

@@ -13,6 +13,7 @@ import asyncio
 import logging
 import time
 from http import HTTPStatus
+
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response

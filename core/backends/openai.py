@@ -21,7 +21,7 @@ import json
 import os
 import time
 from collections.abc import AsyncIterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -46,8 +46,8 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
     except (TypeError, ValueError):
         return None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    now_dt = datetime.fromtimestamp(now if now is not None else time.time(), timezone.utc)
+        when = when.replace(tzinfo=UTC)
+    now_dt = datetime.fromtimestamp(now if now is not None else time.time(), UTC)
     return max(0.0, (when - now_dt).total_seconds())
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ class Recorder:
 
     def record(self, messages: list[dict[str, str]], answer: str, usage: dict[str, int],
                source: dict[str, Any]) -> Path:
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         digest = hashlib.sha1(json.dumps(messages, sort_keys=True).encode()).hexdigest()[:10]
         title = " ".join(last_user_message(messages).split())[:60]
         entry = {"version": 1, "id": f"rec-{now:%Y%m%dT%H%M%S}-{digest}", "title": title,

@@ -92,7 +92,7 @@ class CassetteLibrary:
         self._vectors = [self._vector(doc) for doc in docs]
 
     @classmethod
-    def load(cls, folders: Iterable[Path]) -> "CassetteLibrary":
+    def load(cls, folders: Iterable[Path]) -> CassetteLibrary:
         cassettes: list[Cassette] = []
         problems: list[str] = []
         seen: set[Path] = set()

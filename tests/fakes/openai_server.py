@@ -48,24 +48,24 @@ class Reply:
     hang_s: float = 0.0                   # for "hang": silence after the headers
 
     @classmethod
-    def text(cls, answer: str, **kw: Any) -> "Reply":
+    def text(cls, answer: str, **kw: Any) -> Reply:
         """Stream `answer` (as word pieces unless `pieces=` is given), then usage, [DONE]."""
         return cls(kind="text", answer=answer, **kw)
 
     @classmethod
     def status(cls, code: int, message: str = "", *, headers: dict[str, str] | None = None,
-               err_type: str = "invalid_request_error", err_code: str | None = None) -> "Reply":
+               err_type: str = "invalid_request_error", err_code: str | None = None) -> Reply:
         body = {"error": {"message": message or f"HTTP {code}", "type": err_type,
                           "param": None, "code": err_code}}
         return cls(kind="status", status_code=code, headers=headers or {}, body=body)
 
     @classmethod
-    def cut(cls, text: str, after: int) -> "Reply":
+    def cut(cls, text: str, after: int) -> Reply:
         """Send `after` content chunks of `text`, then drop the connection (no [DONE])."""
         return cls(kind="cut", answer=text, cut_after=after)
 
     @classmethod
-    def hang(cls, seconds: float) -> "Reply":
+    def hang(cls, seconds: float) -> Reply:
         """Send 200 headers, then nothing for `seconds` (provokes a read timeout)."""
         return cls(kind="hang", hang_s=seconds)
 
@@ -107,7 +107,7 @@ class FakeOpenAI:
         with self._lock:
             return self.script.pop(0) if self.script else self.default
 
-    def start(self) -> "FakeOpenAI":
+    def start(self) -> FakeOpenAI:
         fake = self
 
         class Handler(_Handler):
@@ -127,7 +127,7 @@ class FakeOpenAI:
             self._server.server_close()
             self._server = None
 
-    def __enter__(self) -> "FakeOpenAI":
+    def __enter__(self) -> FakeOpenAI:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -159,7 +159,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         self._record()
         if self.path.rstrip("/") == "/v1/models":
             self._json(200, {"object": "list", "data": [
@@ -168,7 +168,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(404, {"error": {"message": "not found", "type": "invalid_request_error",
                                        "param": None, "code": None}})
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         body = self._record()
         if self.path.rstrip("/") != "/v1/chat/completions":
             self._json(404, {"error": {"message": f"unknown path {self.path}",
