@@ -106,22 +106,79 @@ def _make(lines: list[str], search: list[str], start: int, length: int, how: str
     return Match(start, start + length, how, _indent(s_first), _indent(f_first))
 
 
+MAX_CANDIDATES = 24  # windows scored in full by the fuzzy tier
+
+
+def _candidates(stripped: list[str], target: list[str]) -> set[int]:
+    """Window starts worth scoring: voted for by search lines found verbatim (after
+    stripping), else near the lines most similar to the first and last search lines."""
+    where: dict[str, list[int]] = {}
+    wanted = {t for t in target if t}
+    for i, s in enumerate(stripped):
+        if s in wanted:
+            where.setdefault(s, []).append(i)
+    votes: dict[int, int] = {}
+    for j, t in enumerate(target):
+        for i in where.get(t, ())[:200]:  # a line repeated everywhere votes for nothing
+            votes[i - j] = votes.get(i - j, 0) + 1
+    if votes:
+        ranked = sorted(votes.items(), key=lambda kv: (-kv[1], kv[0]))[:MAX_CANDIDATES]
+        return {max(0, start) for start, _ in ranked}
+    starts: set[int] = set()
+    probes = [(j, t) for j, t in enumerate(target) if t]
+    uniq = list(dict.fromkeys(s for s in stripped if s))
+    for j, t in probes[:1] + probes[-1:]:
+        for close in _close_lines(t, uniq, MAX_CANDIDATES // 2):
+            for i in [k for k, s in enumerate(stripped) if s == close][:4]:
+                starts.add(max(0, i - j))
+    return starts
+
+
+def _close_lines(probe: str, uniq: list[str], k: int) -> list[str]:
+    """The k lines most similar to probe: cheap upper bounds first, full ratio last."""
+    sm = difflib.SequenceMatcher(autojunk=False)
+    sm.set_seq2(probe)  # difflib caches what it learns about seq2
+    rough = []
+    for line in uniq:
+        sm.set_seq1(line)
+        if sm.real_quick_ratio() >= 0.6:
+            q = sm.quick_ratio()
+            if q >= 0.6:
+                rough.append((q, line))
+    rough.sort(key=lambda t: -t[0])
+    exact = []
+    for _, line in rough[:k * 8]:
+        sm.set_seq1(line)
+        exact.append((sm.ratio(), line))
+    exact.sort(key=lambda t: -t[0])
+    return [line for r, line in exact[:k] if r >= 0.6]
+
+
 def _fuzzy(lines: list[str], search: list[str]):
     """Best and second-best (score, start, length) windows, lengths len(search)±1."""
     n = len(search)
     if n == 0 or not lines:
         return None, None
-    target = "\n".join(s.strip() for s in search)
+    target_lines = [s.strip() for s in search]
+    target = "\n".join(target_lines)
     stripped = [s.strip() for s in lines]
+    starts = _candidates(stripped, target_lines)
     scored: list[tuple[float, int, int]] = []
     sm = difflib.SequenceMatcher(autojunk=False)
     sm.set_seq2(target)
-    for length in sorted({max(1, n - 1), n, n + 1}):
-        for start in range(max(1, len(lines) - length + 1)):
-            sm.set_seq1("\n".join(stripped[start:start + length]))
-            if sm.real_quick_ratio() < 0.5 or sm.quick_ratio() < 0.5:
-                continue
-            scored.append((sm.ratio(), start, length))
+    seen: set[tuple[int, int]] = set()
+    for base in starts:
+        for start in (base - 1, base, base + 1):
+            for length in (n - 1, n, n + 1):
+                if length < 1 or start < 0 or start + length > len(lines):
+                    continue
+                if (start, length) in seen:
+                    continue
+                seen.add((start, length))
+                sm.set_seq1("\n".join(stripped[start:start + length]))
+                if sm.real_quick_ratio() < 0.5 or sm.quick_ratio() < 0.5:
+                    continue
+                scored.append((sm.ratio(), start, length))
     if not scored:
         return None, None
     scored.sort(key=lambda t: (-t[0], abs(t[2] - n), t[1]))

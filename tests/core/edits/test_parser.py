@@ -235,3 +235,22 @@ def test_generated_answers_round_trip_under_any_chunking(answer, sizes):
 def test_path_after_language_and_colon_in_fence_info():
     assert parse_edits("```python:lib/y.py\nY = 1\n```\n") == [
         Edit("lib/y.py", "", "Y = 1\n", "whole_file")]
+
+
+_soup = st.lists(st.sampled_from([
+    "a.py", "**b/c.py**", "```", "```python", "```diff", "<<<<<<< SEARCH", "=======",
+    ">>>>>>> REPLACE", "--- a/x.py", "+++ b/x.py", "--- /dev/null", "@@ -1 +1 @@", "-old",
+    "+new", " ctx", "", "text", "x = 1", "\r",
+]), max_size=40)
+
+
+@given(_soup, st.lists(st.integers(min_value=1, max_value=9), min_size=1, max_size=6))
+@settings(max_examples=300, deadline=None)
+def test_marker_soup_never_crashes_and_is_chunking_invariant(lines, sizes):
+    text = "\n".join(lines)
+    whole = StreamingParser()
+    expected = whole.feed(text) + whole.finish()
+    got, errors = _chunked(text, sizes)
+    assert got == expected and errors == whole.errors
+    for e in expected:
+        assert e.path and e.kind in ("search_replace", "udiff", "whole_file")
