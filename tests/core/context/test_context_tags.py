@@ -46,8 +46,8 @@ def test_python_signatures_are_exact_one_line_headers_from_ast():
 
 
 @pytest.mark.parametrize(("lang", "source", "expected"), [
-    ("javascript", "function foo(a) { return a }\nclass A extends B { m(x) {} }\n"
-                   "const f = (x) => x\n",
+    ("javascript", ("function foo(a) { return a }\nclass A extends B { m(x) {} }\n"
+                   "const f = (x) => x\n"),
      [("foo", "function foo(a)"), ("A", "class A extends B"), ("m", "m(x)"),
       ("f", "f = (x) => x")]),
     ("typescript", "interface I { a(): void }\nfunction g<T>(x: T): T { return x }\n",
