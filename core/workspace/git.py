@@ -139,16 +139,14 @@ def commit_change(root: Path, files: list[CommitFile], message: str) -> CommitRe
 
 
 def _hash_blob(repo, data: bytes) -> str:
+    """Store data as a blob in the repository's object database; return its sha."""
     import io
 
-    istream = repo.odb.store(_IStream(data, io))
-    return istream.hexsha.decode() if isinstance(istream.hexsha, bytes) else istream.hexsha
-
-
-def _IStream(data: bytes, io):
     from gitdb import IStream
 
-    return IStream("blob", len(data), io.BytesIO(data))
+    stored = repo.odb.store(IStream("blob", len(data), io.BytesIO(data)))
+    sha = stored.hexsha
+    return sha.decode() if isinstance(sha, bytes) else sha
 
 
 def _sync_index(repo, updates, has_head: bool, old_head: str | None) -> None:
@@ -170,12 +168,3 @@ def _sync_index(repo, updates, has_head: bool, old_head: str | None) -> None:
         else:
             sha = _hash_blob(repo, data)
             repo.git.update_index("--add", "--cacheinfo", f"{mode},{sha},{rel}")
-
-
-def commit_paths(root: Path, paths: list[str], message: str) -> CommitResult:
-    """Commit the working-tree content of paths (a simpler entry point for tools)."""
-    files = []
-    for p in paths:
-        full = root / p
-        files.append(CommitFile(p, None, full.read_bytes() if full.exists() else None))
-    return commit_change(root, files, message)
