@@ -132,7 +132,7 @@ class BatchRun:
                     task.status = DONE
                 except asyncio.CancelledError:
                     task.status = CANCELLED
-                except Exception as exc:  # one bad task must not sink the batch
+                except Exception as exc:  # noqa: BLE001 - one bad task must not sink the batch
                     task.status, task.error = FAILED, f"{type(exc).__name__}: {exc}"
                 finally:
                     task.ended = time.monotonic()

@@ -72,7 +72,8 @@ def predict_parallel_cost(chip: str | None, model: str | None, n: int, *,
         return ParallelCost(n, each, single, float(many.tokens_per_s_total),
                             each / single if single > 0 else None, float(many.ttft_ms),
                             float(one.ttft_ms), bool(many.fits), str(many.bound), "hwmodel")
-    except Exception as exc:  # ImportError, unknown chip/model (HwModelError), bad args
+    except (ImportError, ValueError, KeyError, ArithmeticError, AttributeError, TypeError) as exc:
+        # hwmodel missing, or a chip/model it does not know (HwModelError is a ValueError)
         why = "hwmodel unavailable" if isinstance(exc, ImportError) else str(exc)[:80]
         rate = fallback_tokens_per_s
         return ParallelCost(n, rate, rate, rate * n if rate else None, 1.0 if rate else None,

@@ -16,7 +16,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-__all__ = ["RULES", "SecretFinding", "Rule", "redact", "scan_added_text", "shannon_entropy"]
+__all__ = ["RULES", "Rule", "SecretFinding", "redact", "scan_added_text", "shannon_entropy"]
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ def _base_for(root: Path, prompt_tokens: int):
         from core.profiles import load_config
 
         prof = load_config(project_root=root).profiles.get("base")
-    except Exception:  # config problems belong to `spark`, not to the report
+    except (CliError, OSError, ValueError):  # config problems belong to `spark`, not here
         prof = None
     if prof is None:
         return base_rates(prompt_tokens=prompt_tokens)

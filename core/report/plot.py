@@ -64,10 +64,10 @@ def format_text(report: SessionReport, width: int = 60) -> str:
     busy = r.waiting_s + r.reviewing_s
     lines = [
         f"session {r.session_id or '?'}  ({_seconds(r.duration_s)})",
-        f"prompts {r.prompts}   answers {r.answers}   tokens {r.tokens}"
-        f"   fresh contexts {r.fresh_contexts}",
-        f"hunks   shown {r.hunks_shown}   accepted {r.hunks_accepted}"
-        f"   rejected {r.hunks_rejected}   unread accepts {r.unread_accepts}",
+        (f"prompts {r.prompts}   answers {r.answers}   tokens {r.tokens}"
+         f"   fresh contexts {r.fresh_contexts}"),
+        (f"hunks   shown {r.hunks_shown}   accepted {r.hunks_accepted}"
+         f"   rejected {r.hunks_rejected}   unread accepts {r.unread_accepts}"),
         f"lines   +{r.lines_added} -{r.lines_removed}"
         + (f"   growth {r.growth_pct:.1f}%" if r.growth_pct is not None else ""),
         "",
@@ -77,8 +77,8 @@ def format_text(report: SessionReport, width: int = 60) -> str:
         + (f" ({r.base_speedup:.1f}x longer)" if r.base_speedup else "")
         + f"  [{r.base_source}]",
         "",
-        f"caught  slop {r.slop_findings} (score {r.slop_score:g})   duplicates {r.duplicates}"
-        f"   secrets {r.secrets}   sensitive paths {r.sensitive}",
+        (f"caught  slop {r.slop_findings} (score {r.slop_score:g})   duplicates {r.duplicates}"
+         f"   secrets {r.secrets}   sensitive paths {r.sensitive}"),
     ]
     if r.timeline:
         lines += ["", render_timeline(r, width)]

@@ -44,8 +44,8 @@ def base_rates(chip: str | None = None, model: str | None = None, precision: str
         tps, ttft = float(p.tokens_per_s_per_seq), float(p.ttft_ms)
         if tps > 0 and ttft >= 0:
             return BaseRates(tps, ttft, f"hwmodel {chip}/{model}")
-    except Exception:  # hwmodel missing, unknown chip/model, or not fitting: fall back
-        pass
+    except (ImportError, ValueError, KeyError, ArithmeticError, AttributeError, TypeError):
+        return BaseRates(FALLBACK_BASE_TOKENS_PER_S, FALLBACK_BASE_TTFT_MS, "fallback")
     return BaseRates(FALLBACK_BASE_TOKENS_PER_S, FALLBACK_BASE_TTFT_MS, "fallback")
 
 

@@ -4,8 +4,16 @@ import asyncio
 
 import pytest
 
-from core.batch import (CANCELLED, DONE, FAILED, BatchError, BatchRun, load_queue,
-                        max_parallel_for, parse_queue)
+from core.batch import (
+    CANCELLED,
+    DONE,
+    FAILED,
+    BatchError,
+    BatchRun,
+    load_queue,
+    max_parallel_for,
+    parse_queue,
+)
 
 
 def test_parse_queue():

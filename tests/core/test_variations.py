@@ -5,8 +5,12 @@ import types
 
 import pytest
 
-from core.variations import (VariationError, VariationSet, predict_parallel_cost,
-                             predict_parallel_costs)
+from core.variations import (
+    VariationError,
+    VariationSet,
+    predict_parallel_cost,
+    predict_parallel_costs,
+)
 
 
 def fake_hwmodel(monkeypatch, calls):

@@ -5,8 +5,14 @@ import os
 
 import pytest
 
-from core.report.recorder import (RecorderError, SessionRecorder, _append, find_session,
-                                  list_sessions, load_events)
+from core.report.recorder import (
+    RecorderError,
+    SessionRecorder,
+    _append,
+    find_session,
+    list_sessions,
+    load_events,
+)
 
 
 def fake_key() -> str:

@@ -8,8 +8,14 @@ import pytest
 
 from core.report.plot import BLOCKS, format_text, render_timeline
 from core.report.recorder import SessionRecorder, load_events
-from core.report.report import (FALLBACK_BASE_TOKENS_PER_S, BaseRates, base_rates, build_report,
-                                subtract, union)
+from core.report.report import (
+    FALLBACK_BASE_TOKENS_PER_S,
+    BaseRates,
+    base_rates,
+    build_report,
+    subtract,
+    union,
+)
 from tui.cli import main as spark
 
 BASE = BaseRates(65.0, 600.0, "test")
