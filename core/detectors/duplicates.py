@@ -263,13 +263,13 @@ class DuplicateIndex:
                 continue
             sim = jaccard(unit.features, entries[uid].unit.features)  # type: ignore[union-attr]
             if sim >= TYPE3_THRESHOLD:
-                found[uid] = (sim, 3)
+                found[uid] = (min(sim, 0.99), 3)  # same k-grams, different order: not 1.0
         scored = []
         for uid, (sim, ctype) in found.items():
             entry = entries[uid]
             assert entry is not None
             if not skip(entry):
-                lexical = _set_jaccard(unit.names, entry.unit.names)
+                lexical = _set_jaccard(unit.anchors, entry.unit.anchors)
                 scored.append((ctype, -round(sim, 4), -lexical, uid))
         scored.sort()
         best = -scored[0][1] if scored else 0.0

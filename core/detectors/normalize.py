@@ -66,7 +66,7 @@ class FunctionUnit:
     exact_key: bytes
     renamed_key: bytes
     features: np.ndarray  # sorted unique uint64 k-gram hashes
-    names: frozenset[str]  # identifiers it uses: a tie-break between equally shaped twins
+    anchors: frozenset[str]  # free names, attributes, keywords: what a rename keeps
 
     @property
     def indexable(self) -> bool:
@@ -119,13 +119,16 @@ class _Walker:
         self.roles: list[int] = []
         self.exact: list[str] = []
         self.statements = 0
-        self.identifiers: set[str] = set()
+        # names a rename leaves alone: globals, builtins, attributes, keyword arguments
+        self.anchors: set[str] = set()
 
     def _name_role(self, name: str) -> int:
-        self.identifiers.add(name)
         if name in self.params:
             return _PARAM
-        return _LOCAL if name in self.local else _FREE
+        if name in self.local:
+            return _LOCAL
+        self.anchors.add(name)
+        return _FREE
 
     def visit(self, node: ast.AST) -> None:
         kind = type(node).__name__
@@ -141,8 +144,8 @@ class _Walker:
             return
         self.roles.append(_VOCAB.get(kind, _OTHER))
         own = _own_names(node)
-        if own and not isinstance(node, _FUNCS):
-            self.identifiers.add(own)
+        if own and isinstance(node, (ast.Attribute, ast.keyword)):
+            self.anchors.add(own)
         self.exact.append(kind + ":" + own)
         if isinstance(node, _FUNCS + (ast.ClassDef,)):
             children: list[ast.AST] = list(node.decorator_list)
@@ -214,7 +217,7 @@ def fingerprint(node: ast.FunctionDef | ast.AsyncFunctionDef, symbol: str) -> Fu
             np.asarray(walker.roles, dtype=np.uint16).tobytes(), digest_size=12
         ).digest(),
         features=_features(walker.roles),
-        names=frozenset(walker.identifiers),
+        anchors=frozenset(walker.anchors),
     )
 
 

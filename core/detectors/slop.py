@@ -1,0 +1,170 @@
+"""Slop detector: findings on the lines an edit adds, with a number per edit and session.
+
+"My codebase grew by 20% in size today" (seed 000): a fast model pads code with loops
+that should be comprehensions, comments that restate the line below, dead branches.
+``analyze_change`` runs ruff (for the rules it has) and our own rules on the edited
+file's new text and keeps only findings that touch added lines, so a user is never
+blamed for the code that was already there. The score is findings per 100 added lines.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+from dataclasses import asdict, dataclass, field
+
+from core.detectors.ruff_rules import RawFinding, RuffUnavailable, run_ruff
+from core.detectors.slop_rules import OWN_RULES
+
+
+@dataclass(frozen=True, slots=True)
+class SlopFinding:
+    """One piece of slop: where, what, why, and (when mechanical) the fix.
+
+    ``fix`` replaces lines ``fix_start..fix_end`` (1-based, inclusive) of the new
+    text; "" deletes them. ``fix_safe`` is False when the fix could change behaviour
+    in corner cases (ruff's "unsafe" fixes): offer it, do not apply it blindly.
+    """
+
+    rule_id: str
+    line: int
+    message: str
+    explanation: str
+    fix: str | None = None
+    end_line: int | None = None
+    fix_start: int | None = None
+    fix_end: int | None = None
+    fix_safe: bool = False
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+@dataclass
+class SlopReport:
+    """The slop of one edit (or one file taken as wholly added)."""
+
+    path: str
+    findings: list[SlopFinding]
+    added_lines: int
+    errors: list[str] = field(default_factory=list)  # e.g. ruff could not run
+
+    @property
+    def score(self) -> float:
+        """Findings per 100 added lines (0 when nothing was added)."""
+        return 100.0 * len(self.findings) / self.added_lines if self.added_lines else 0.0
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "path": self.path,
+            "added_lines": self.added_lines,
+            "score": round(self.score, 2),
+            "findings": [f.to_dict() for f in self.findings],
+            "errors": list(self.errors),
+        }
+
+
+def added_line_numbers(old_text: str, new_text: str) -> set[int]:
+    """1-based numbers of the lines of `new_text` that `old_text` does not have there."""
+    old, new = old_text.splitlines(), new_text.splitlines()
+    if not old:
+        return set(range(1, len(new) + 1))
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    added: set[int] = set()
+    for tag, _i1, _i2, j1, j2 in matcher.get_opcodes():
+        if tag in ("replace", "insert"):
+            added.update(range(j1 + 1, j2 + 1))
+    return added
+
+
+def line_changes(old_text: str, new_text: str) -> tuple[int, int]:
+    """(lines added, lines removed) between two versions of a file."""
+    old, new = old_text.splitlines(), new_text.splitlines()
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    added = removed = 0
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag != "equal":
+            removed += i2 - i1
+            added += j2 - j1
+    return added, removed
+
+
+def _has_comment(text: str, first: int, last: int) -> bool:
+    """Whether lines first..last (1-based) carry a comment (tokenized, not a '#' in a string)."""
+    import io
+    import tokenize
+
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.start[0] > last:
+                return False
+            if tok.type == tokenize.COMMENT and tok.start[0] >= first:
+                return True
+    except (tokenize.TokenError, SyntaxError):
+        return False
+    return False
+
+
+def _is_python(path: str) -> bool:
+    return path.endswith((".py", ".pyi")) or not path
+
+
+def analyze_change(path: str, old_text: str, new_text: str) -> SlopReport:
+    """Slop that an edit of `path` from `old_text` to `new_text` adds.
+
+    Only findings whose lines overlap an added line are kept. Non-Python files get
+    no findings (their added lines still count, for the session's growth).
+    """
+    added = added_line_numbers(old_text, new_text)
+    report = SlopReport(path=path, findings=[], added_lines=len(added))
+    if not added or not _is_python(path):
+        return report
+    raw: list[RawFinding] = []
+    try:
+        raw += run_ruff(path, new_text)
+    except RuffUnavailable as exc:
+        report.errors.append(str(exc))
+    try:
+        tree: ast.Module | None = ast.parse(new_text)
+    except (SyntaxError, ValueError, RecursionError):
+        tree = None
+    for rule in OWN_RULES:
+        raw += rule(new_text, tree)
+    seen: set[tuple[str, int]] = set()
+    for f in sorted(raw, key=lambda r: (r.line, r.rule_id)):
+        if (f.rule_id, f.line) in seen:
+            continue
+        if not any(n in added for n in range(f.line, max(f.end_line, f.line) + 1)):
+            continue
+        if f.rule_id == "S110" and _has_comment(new_text, f.line, f.end_line):
+            continue  # a commented `except: pass` is a deliberate, documented swallow
+        seen.add((f.rule_id, f.line))
+        report.findings.append(
+            SlopFinding(
+                rule_id=f.rule_id, line=f.line, message=f.message, explanation=f.explanation,
+                fix=f.fix, end_line=f.end_line, fix_start=f.fix_start, fix_end=f.fix_end,
+                fix_safe=f.fix_safe,
+            )
+        )
+    return report
+
+
+@dataclass
+class SlopSession:
+    """Slop accumulated over a session's accepted edits: the per-session score."""
+
+    findings: int = 0
+    added_lines: int = 0
+    edits: int = 0
+    by_rule: dict[str, int] = field(default_factory=dict)
+
+    def add(self, report: SlopReport) -> None:
+        self.edits += 1
+        self.findings += len(report.findings)
+        self.added_lines += report.added_lines
+        for f in report.findings:
+            self.by_rule[f.rule_id] = self.by_rule.get(f.rule_id, 0) + 1
+
+    @property
+    def score(self) -> float:
+        return 100.0 * self.findings / self.added_lines if self.added_lines else 0.0

@@ -1,0 +1,371 @@
+"""Slop rules ruff does not have: restating comments, `len(x) == 0`, long functions,
+deep nesting, repeated blocks.
+
+Each rule is precise before it is thorough: it must stay silent on ordinary code (the
+project's own tree is the test), because a detector that cries wolf gets ignored.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tokenize
+from collections.abc import Iterator
+
+from core.detectors.ruff_rules import RawFinding
+
+LONG_FUNCTION_LINES = 100  # a function longer than this is reported once
+DEEP_NESTING = 5  # block statements nested this deep inside a function
+REPEATED_BLOCK_LINES = 4  # identical runs of this many substantial lines, seen twice
+REPEATED_BLOCK_CHARS = 120  # ... holding at least this much code
+REPEATED_LITERAL_ITEMS = 4  # container literals of constants this big, written twice
+
+EXPLAIN = {
+    "SLOP001": "A comment that says what the next line already says is noise to read "
+    "and goes stale; comments should say why.",
+    "SLOP002": "`len(x) == 0` on a list, dict, set, tuple or str is `not x` (and "
+    "`len(x) > 0` is `x`).",
+    "SLOP003": f"A function over {LONG_FUNCTION_LINES} lines does several jobs: split it.",
+    "SLOP004": f"Blocks nested {DEEP_NESTING} deep are hard to follow: return early, "
+    "extract a function.",
+    "SLOP005": f"The same {REPEATED_BLOCK_LINES}+ lines appear more than once: a copy to "
+    "keep in sync, make it a function or a loop.",
+    "SLOP006": "The same literal list/dict/set/tuple is written out twice: name it once "
+    "as a module constant.",
+}
+
+_STOP = set(
+    "a an the to of and or in on for from with this that it its is are be we our "
+    "then now here there new value values variable var given each all into by as at "
+    "up out just do does some".split()
+)
+# what a comment word may say for the syntax of the line below it
+_SYNONYMS = {
+    "for": {"loop", "iterate", "iterating", "looping", "go", "through", "over", "every"},
+    "return": {"return", "returns", "returning", "give", "result"},
+    "+=": {"increment", "increase", "add", "adds", "increments"},
+    "-=": {"decrement", "decrease", "subtract"},
+    "=": {"set", "sets", "assign", "assigns", "store", "create", "creates", "initialize",
+          "init", "initialise", "define", "save", "get", "gets"},
+    "if": {"check", "checks", "if", "whether", "when"},
+    "import": {"import", "imports"},
+    "append": {"add", "adds", "append", "appends", "push"},
+    "print": {"print", "prints", "output", "show", "display"},
+    "while": {"loop", "while", "until", "repeat"},
+    "def": {"define", "function", "method"},
+    "class": {"define", "class"},
+    "raise": {"raise", "throw", "error"},
+}  # fmt: skip
+
+
+def _words(text: str) -> list[str]:
+    """Lower-case words of identifiers too: `max_retries`/`maxRetries` -> max, retries."""
+    text = re.sub(r"([a-z])([A-Z])", r"\1 \2", text)
+    return [w.lower() for w in re.findall(r"[A-Za-z]+", text)]
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "es", "s", "ed"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def restating_comments(text: str, tree: ast.Module | None) -> Iterator[RawFinding]:
+    """SLOP001: a whole-line comment whose every content word is in the next code line."""
+    lines = text.split("\n")
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return
+    depth = 0
+    for tok in tokens:
+        if tok.type == tokenize.OP and tok.string in "([{":
+            depth += 1
+        elif tok.type == tokenize.OP and tok.string in ")]}":
+            depth = max(0, depth - 1)
+        if tok.type != tokenize.COMMENT or depth:
+            continue  # comments inside brackets label data, they do not narrate code
+        row = tok.start[0]
+        if lines[row - 1].strip() != tok.string.strip():
+            continue  # inline comments explain the line they sit on; leave them
+        if row > 1 and lines[row - 2].strip().startswith("#"):
+            continue  # part of a comment paragraph: prose, not a paraphrase
+        body = tok.string.lstrip("#").strip()
+        if not body or body.startswith(("!", "type:", "noqa", "fmt:", "pragma", "TODO", "-")):
+            continue
+        if any(c in body for c in "`'\"()[]:=<>/%") or len(body.split()) > 8:
+            continue  # quotes code or explains: not a paraphrase
+        code = _next_code_line(lines, row)
+        if code is None or code.startswith("#"):
+            continue
+        content = [_stem(w) for w in _words(body) if w not in _STOP]
+        if len(content) < 2:
+            continue
+        if len(body.split()) < 2:
+            continue  # a one-word label ("# PyPy", "# non-blocking") names a case
+        names = {_stem(w) for w in _words(code)}
+        actions: set[str] = set()
+        for key, syn in _SYNONYMS.items():
+            if re.search(rf"(^|\W){re.escape(key)}(\W|$)", code):
+                actions |= {_stem(s) for s in syn}
+        narrates = len(content) >= 3 or any(w in actions for w in content)
+        if narrates and all(w in names or w in actions for w in content):
+            yield RawFinding(
+                "SLOP001", row, row, f"comment restates the code: {tok.string.strip()!r}",
+                EXPLAIN["SLOP001"], fix="", fix_start=row, fix_end=row, fix_safe=True,
+            )
+
+
+def _next_code_line(lines: list[str], row: int) -> str | None:
+    for line in lines[row:]:
+        stripped = line.strip()
+        if stripped:
+            return stripped
+        if not stripped:
+            return None  # a comment followed by a blank line heads a section
+    return None
+
+
+_SEQ_CALLS = {"list", "dict", "set", "tuple", "str", "sorted", "frozenset"}
+_SEQ_ANNOT = re.compile(r"^(list|dict|set|tuple|str|frozenset|Sequence|Mapping|List|Dict|Set|Tuple)\b")
+
+
+def _known_sequences(func: ast.AST) -> set[str]:
+    """Names a function binds to a builtin container or str: safe to test for truth."""
+    names: set[str] = set()
+    if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        for arg in func.args.args + func.args.kwonlyargs + func.args.posonlyargs:
+            if arg.annotation is not None and _SEQ_ANNOT.match(ast.unparse(arg.annotation)):
+                names.add(arg.arg)
+    for node in ast.walk(func):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target, value = node.target, node.value
+        else:
+            continue
+        if isinstance(target, ast.Name) and _is_container(value):
+            names.add(target.id)
+    return names
+
+
+def _is_container(value: ast.expr) -> bool:
+    if isinstance(value, (ast.List, ast.Dict, ast.Set, ast.Tuple, ast.ListComp, ast.DictComp,
+                          ast.SetComp, ast.JoinedStr)):
+        return True
+    if isinstance(value, ast.Constant):
+        return isinstance(value.value, str)
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Name)
+        and value.func.id in _SEQ_CALLS
+    )
+
+
+def _len_test(test: ast.expr, known: set[str]) -> tuple[str, bool] | None:
+    """(name, is_empty_test) for `len(name) == 0`-like comparisons on a known container."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return None
+    left, op, right = test.left, test.ops[0], test.comparators[0]
+    if not (isinstance(right, ast.Constant) and type(right.value) is int):
+        return None
+    if not (
+        isinstance(left, ast.Call)
+        and isinstance(left.func, ast.Name)
+        and left.func.id == "len"
+        and len(left.args) == 1
+        and not left.keywords
+        and isinstance(left.args[0], ast.Name)
+        and left.args[0].id in known
+    ):
+        return None
+    name, n = left.args[0].id, right.value
+    if (isinstance(op, ast.Eq) and n == 0) or (isinstance(op, ast.Lt) and n == 1):
+        return name, True
+    if (isinstance(op, (ast.NotEq, ast.Gt)) and n == 0) or (isinstance(op, ast.GtE) and n == 1):
+        return name, False
+    return None
+
+
+def len_comparisons(text: str, tree: ast.Module | None) -> Iterator[RawFinding]:
+    """SLOP002: `if len(x) == 0:` where x is known to be a builtin container or str."""
+    if tree is None:
+        return
+    lines = text.split("\n")
+    for func in ast.walk(tree):
+        if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        known = _known_sequences(func)
+        if not known:
+            continue
+        for node in ast.walk(func):
+            if not isinstance(node, (ast.If, ast.While, ast.IfExp, ast.Assert)):
+                continue
+            hit = _len_test(node.test, known)
+            if hit is None:
+                continue
+            name, empty = hit
+            row, test = node.test.lineno, node.test
+            fix = None
+            if row == test.end_lineno:
+                line = lines[row - 1]
+                new = f"not {name}" if empty else name
+                fix = line[: test.col_offset] + new + line[test.end_col_offset :] + "\n"
+            yield RawFinding(
+                "SLOP002", row, row, f"`{ast.unparse(test)}` is `{'not ' if empty else ''}{name}`",
+                EXPLAIN["SLOP002"], fix=fix, fix_start=row if fix else None,
+                fix_end=row if fix else None, fix_safe=fix is not None,
+            )
+
+
+_BLOCKS = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try,
+           ast.Match)  # fmt: skip
+
+
+def long_functions(text: str, tree: ast.Module | None) -> Iterator[RawFinding]:
+    """SLOP003: functions longer than LONG_FUNCTION_LINES (docstring included)."""
+    if tree is None:
+        return
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            length = (node.end_lineno or node.lineno) - node.lineno + 1
+            if length > LONG_FUNCTION_LINES:
+                yield RawFinding(
+                    "SLOP003", node.lineno, node.end_lineno or node.lineno,
+                    f"`{node.name}` is {length} lines long", EXPLAIN["SLOP003"],
+                )
+
+
+def deep_nesting(text: str, tree: ast.Module | None) -> Iterator[RawFinding]:
+    """SLOP004: a block statement DEEP_NESTING levels deep inside a function (once each)."""
+    if tree is None:
+        return
+
+    def walk(node: ast.AST, depth: int) -> Iterator[RawFinding]:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue  # nested functions are reported on their own
+            if isinstance(child, _BLOCKS):
+                d = depth + 1
+                is_elif = (
+                    isinstance(node, ast.If) and isinstance(child, ast.If)
+                    and node.orelse == [child]
+                )  # fmt: skip
+                if is_elif:
+                    d = depth  # `elif` is not deeper than its `if`
+                if d == DEEP_NESTING and not is_elif:
+                    yield RawFinding(
+                        "SLOP004", child.lineno, child.end_lineno or child.lineno,
+                        f"block nested {d} levels deep", EXPLAIN["SLOP004"],
+                    )
+                    continue
+                yield from walk(child, d)
+            else:
+                yield from walk(child, depth)
+
+    for func in ast.walk(tree):
+        if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield from walk(func, 0)
+
+
+def _string_lines(tree: ast.Module | None) -> set[int]:
+    """Lines inside multi-line string literals (docstrings repeat by design)."""
+    rows: set[int] = set()
+    if tree is None:
+        return rows
+    for node in ast.walk(tree):
+        is_string = isinstance(node, (ast.Constant, ast.JoinedStr))
+        if is_string and node.end_lineno and node.end_lineno > node.lineno:
+            rows.update(range(node.lineno, node.end_lineno + 1))
+    return rows
+
+
+def _substantial(line: str) -> bool:
+    s = line.strip()
+    return len(re.sub(r"\W", "", s)) >= 8 and not s.startswith(("#", "@", "def ", "class "))
+
+
+def repeated_blocks(text: str, tree: ast.Module | None) -> Iterator[RawFinding]:
+    """SLOP005: the same run of REPEATED_BLOCK_LINES substantial code lines seen earlier."""
+    lines = text.split("\n")
+    strings = _string_lines(tree)
+    rows = [i for i, line in enumerate(lines) if _substantial(line) and i + 1 not in strings]
+    keys = [lines[i].strip() for i in rows]
+    seen: dict[tuple[str, ...], int] = {}
+    reported_until = -1
+    n = REPEATED_BLOCK_LINES
+    for j in range(len(rows) - n + 1):
+        window = tuple(keys[j : j + n])
+        if rows[j + n - 1] - rows[j] != n - 1 or sum(map(len, window)) < REPEATED_BLOCK_CHARS:
+            continue  # only contiguous blocks with real content
+        first = seen.get(window)
+        if first is None:
+            seen[window] = j
+            continue
+        if first + n > j or rows[j] <= reported_until:
+            continue  # overlapping itself, or inside a block already reported
+        start, end = rows[j] + 1, rows[j + n - 1] + 1
+        reported_until = rows[j + n - 1]
+        yield RawFinding(
+            "SLOP005", start, end,
+            f"lines {start}-{end} repeat lines {rows[first] + 1}-{rows[first + n - 1] + 1}",
+            EXPLAIN["SLOP005"],
+        )
+
+
+def _constant_display(node: ast.AST) -> bool:
+    if isinstance(node, (ast.List, ast.Set, ast.Tuple)):
+        items = node.elts
+    elif isinstance(node, ast.Dict):
+        if any(k is None for k in node.keys):
+            return False
+        if len(node.keys) < REPEATED_LITERAL_ITEMS:
+            return False  # entries, not keys and values, count
+        items = [*node.keys, *node.values]  # type: ignore[list-item]
+    else:
+        return False
+    return len(items) >= REPEATED_LITERAL_ITEMS and all(
+        isinstance(i, ast.Constant) or (isinstance(i, ast.UnaryOp) and isinstance(i.operand, ast.Constant))
+        for i in items
+    )
+
+
+def repeated_literals(text: str, tree: ast.Module | None) -> Iterator[RawFinding]:
+    """SLOP006: the same list/dict/set/tuple of constants written twice in function code."""
+    if tree is None:
+        return
+    first_seen: dict[str, int] = {}
+    nested: set[int] = set()  # literals inside literals are rows of a data table: fine
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.List, ast.Set, ast.Tuple, ast.Dict)):
+            nested.update(id(c) for c in ast.iter_child_nodes(node))
+    for func in tree.body if isinstance(tree, ast.Module) else []:
+        for node in ast.walk(func):  # top-level functions and methods, each node once
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                yield from _repeats_in(node, first_seen, nested)
+                nested.update(id(n) for n in ast.walk(node))
+
+
+def _repeats_in(
+    func: ast.AST, first_seen: dict[str, int], nested: set[int]
+) -> Iterator[RawFinding]:
+    for node in ast.walk(func):
+        if id(node) in nested or not _constant_display(node):
+            continue
+        nested.add(id(node))
+        key = ast.dump(node)
+        if key not in first_seen:
+            first_seen[key] = node.lineno
+            continue
+        yield RawFinding(
+            "SLOP006", node.lineno, node.end_lineno or node.lineno,
+            f"this literal repeats the one on line {first_seen[key]}", EXPLAIN["SLOP006"],
+        )
+
+
+OWN_RULES = (
+    restating_comments, len_comparisons, long_functions, deep_nesting, repeated_blocks,
+    repeated_literals,
+)
