@@ -16,7 +16,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-__all__ = ["RULES", "Rule", "SecretFinding", "redact", "scan_added_text", "shannon_entropy"]
+__all__ = ["RULES", "Rule", "SecretFinding", "redact", "scan_added_text", "scan_hunk",
+           "shannon_entropy"]
 
 
 @dataclass(frozen=True)
@@ -195,3 +196,12 @@ def scan_added_text(path: str, text: str) -> list[SecretFinding]:
         preview = redact(lines[line_no - 1]).strip()[:160]
         findings.append(SecretFinding(path, line_no, kind, preview))
     return findings
+
+
+def scan_hunk(hunk: object) -> list[SecretFinding]:
+    """`scan_added_text` for an edit hunk (anything with `.path` and `.new_lines`, lines
+    keeping their line ends, as `core.edits.hunks.Hunk`); ``line`` is within the hunk's
+    new lines."""
+    new_lines = getattr(hunk, "new_lines", [])
+    text = "".join(line if line.endswith("\n") else line + "\n" for line in new_lines)
+    return scan_added_text(str(getattr(hunk, "path", "")), text)

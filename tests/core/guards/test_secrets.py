@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from core.guards.secrets import RULES, redact, scan_added_text, shannon_entropy
+from core.guards.secrets import RULES, redact, scan_added_text, scan_hunk, shannon_entropy
 
 ROOT = Path(__file__).resolve().parents[3]
 _rng = random.Random(7)
@@ -123,3 +123,13 @@ def test_no_false_positives_on_project_tree():
             hits += [f"{p.relative_to(ROOT)}:{f.line} {f.kind}: {f.preview_redacted}"
                      for f in scan_added_text(str(p), text)]
     assert hits == []
+
+
+def test_scan_hunk_uses_the_edit_loops_hunk():
+    from core.edits.hunks import make_hunks
+
+    old = "import os\n\nDEBUG = True\n"
+    new = "import os\n\nDEBUG = True\n" + SAMPLES["stripe"] + "\n"
+    hunks = make_hunks("app/settings.py", old, new)
+    findings = [f for h in hunks for f in scan_hunk(h)]
+    assert [(f.path, f.line, f.kind) for f in findings] == [("app/settings.py", 1, "stripe")]
