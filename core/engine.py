@@ -72,11 +72,15 @@ class RateModel:
         if profile.pacing == "model" and profile.chip and profile.model:
             predict = self._predictor()
             if predict is not None:
-                kwargs: dict[str, Any] = {"batch": batch, "ctx": prompt, "prompt": prompt}
+                kwargs: dict[str, Any] = {"ctx": prompt, "prompt": prompt}
                 if profile.precision:
                     kwargs["precision"] = profile.precision
                 try:
-                    result = predict(profile.chip, profile.model, **kwargs)
+                    if batch > 1:  # same hardware as one stream gets, more streams on it
+                        single = predict(profile.chip, profile.model, batch=1, **kwargs)
+                        if isinstance(getattr(single, "chips", None), int):
+                            kwargs["chips"] = single.chips
+                    result = predict(profile.chip, profile.model, batch=batch, **kwargs)
                     ttft, tps = float(result.ttft_ms), float(result.tokens_per_s_per_seq)
                     if ttft >= 0 and tps > 0 and math.isfinite(ttft) and math.isfinite(tps):
                         return Rates(ttft, tps, "hwmodel")
@@ -224,19 +228,23 @@ class StreamJob:
         frame_s = engine.config.frame_ms / 1000.0
         engine.active[profile.name] = engine.active.get(profile.name, 0) + 1
         try:
-            rates = engine.rates.rates(profile, batch=engine.active[profile.name],
-                                       prompt_tokens=prompt_tokens)
-            first_rates = rates
-            await _sleep_until(t_start + rates.ttft_ms / 1000.0)
+            # TTFT is one prompt's prefill (a continuous-batching server prefills each new
+            # request as it arrives); the decode rate below follows the live batch size.
+            first_rates = engine.rates.rates(profile, batch=1, prompt_tokens=prompt_tokens)
+            await _sleep_until(t_start + first_rates.ttft_ms / 1000.0)
             pieces = stream.pieces().__aiter__()
             pending = await _next(pieces)
+            total = (stream.usage or {}).get("completion_tokens")  # known for replay
             sent = 0
             due = 1.0
-            t_last = t_first = time.perf_counter()
+            t_last = t_first = t_sent = time.perf_counter()
+            peak_batch, peak_rate = 1, first_rates.tokens_per_s
             while pending is not None:
                 now = time.perf_counter()
-                rates = engine.rates.rates(profile, batch=engine.active[profile.name],
-                                           prompt_tokens=prompt_tokens)
+                batch = engine.active[profile.name]
+                rates = engine.rates.rates(profile, batch=batch, prompt_tokens=prompt_tokens)
+                if batch >= peak_batch:  # report the rate at the largest batch it shared
+                    peak_batch, peak_rate = batch, rates.tokens_per_s
                 if sent:
                     due += (now - t_last) * rates.tokens_per_s
                 t_last = now
@@ -257,17 +265,22 @@ class StreamJob:
                 if pending is None:
                     break
                 next_due = now + (sent + 1 - due) / rates.tokens_per_s
-                await _sleep_until(max(next_due, now + frame_s))
+                wake = now + frame_s
+                if total is not None:  # end on schedule: the final frame goes when its
+                    # last token is due, even if that is sooner than frame_ms
+                    wake = min(wake, now + (total - due) / rates.tokens_per_s)
+                await _sleep_until(max(next_due, wake))
         finally:
             engine.active[profile.name] -= 1
         ttft_ms = (t_first - t_start) * 1000.0 if sent else None
         tps = (sent - 1) / (t_sent - t_first) if sent > 1 and t_sent > t_first else None
         usage = stream.usage or {}
+        predicted = {"ttft_ms": round(first_rates.ttft_ms, 3),
+                     "tokens_per_s": round(peak_rate, 3), "basis": first_rates.basis,
+                     "batch": peak_batch}
         return LegResult(stream.finish_reason or "stop", "".join(self._partial), prompt_tokens,
                          usage.get("completion_tokens", sent), ttft_ms, tps, stream.source,
-                         {"ttft_ms": round(first_rates.ttft_ms, 2),
-                          "tokens_per_s": round(first_rates.tokens_per_s, 2),
-                          "basis": first_rates.basis}, None)
+                         predicted, None)
 
     async def _forwarded(self, stream: BackendStream, messages: list[dict[str, str]],
                          t_start: float) -> LegResult:
@@ -377,6 +390,17 @@ class Engine:
             from core.backends.recorder import Recorder
 
             self.recorder = Recorder(self.record_dir)
+
+    def warm(self) -> None:
+        """Load cassettes and first predictions now, so the first answer's TTFT is honest."""
+        for profile in self.config.profiles.values():
+            if profile.backend == "replay":
+                self.backend(profile)
+            for bucket in (256, 1024, 4096):
+                try:
+                    self.rates.rates(profile, batch=1, prompt_tokens=bucket)
+                except BackendError:
+                    pass
 
     def profile_list(self) -> list[dict[str, Any]]:
         return [p.describe(self.rates.predicted(p)) for p in self.config.profiles.values()]

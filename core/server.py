@@ -160,6 +160,7 @@ class CoreServer:
             self.connections.discard(conn)
 
     async def start(self) -> str:
+        self.engine.warm()
         self._server = await serve(self._handler, self.host, self.port,
                                    process_request=self._process_request,
                                    compression=None, max_size=TRANSPORT_MAX_BYTES,
