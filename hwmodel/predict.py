@@ -126,7 +126,7 @@ def predict(
     per_seq = 1e3 / step_ms
     return Prediction(
         chip=chip,
-        model=mspec.name,
+        model=model,
         batch=batch,
         ctx=ctx,
         prompt=prompt,
