@@ -15,6 +15,7 @@ import ast
 import re
 from dataclasses import dataclass
 from functools import cache
+from typing import NamedTuple
 
 MAX_SIGNATURE_CHARS = 140
 
@@ -101,16 +102,20 @@ QUERIES: dict[str, str] = {
 """,
 }
 
-_PY_DEF = re.compile(r"\n([ \t]*)(async[ \t]+)?(def|class)[ \t]+([A-Za-z_]\w*)")
+_PY_FUNC = re.compile(r"def[ \t]+([A-Za-z_]\w*)")
+_PY_CLASS = re.compile(r"class[ \t]+([A-Za-z_]\w*)")
 # bytes -> bytes table keeping identifier characters and blanking the rest: splitting the
 # translated text is ~2x faster than a regex over it, which matters on 30 MB trees
 _WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 _IDENT_TABLE = bytes(c if c in _WORD_BYTES else 32 for c in range(256))
 
 
-@dataclass(frozen=True, slots=True)
-class Definition:
-    """One symbol a file defines; `text` is its one-line signature, `depth` its nesting."""
+class Definition(NamedTuple):
+    """One symbol a file defines; `text` is its one-line signature, `depth` its nesting.
+
+    A NamedTuple rather than a frozen dataclass: a large tree has 70k of them and a
+    tuple is several times cheaper to create.
+    """
 
     name: str
     kind: str
@@ -160,22 +165,32 @@ def scan_source(lang: str, data: bytes) -> FileTags:
 
 
 def _scan_python(text: str) -> tuple[Definition, ...]:
-    """`def`/`class` statements at the start of a line, found by one regex pass.
+    """`def`/`class` statements at the start of a line.
 
-    An indentation stack gives each definition its depth; functions nested inside
-    functions are helpers, not the file's interface, and are left out.
+    Two regexes that start with a literal (`def`, `class`) let the regex engine skip
+    ahead fast (10x faster than one anchored at line starts); a match counts when only
+    blanks (or `async`) precede it on its line. An indentation stack gives each
+    definition its depth; functions nested inside functions are helpers, not the file's
+    interface, and are left out.
     """
+    hits = [(m.start(), "def", m.group(1)) for m in _PY_FUNC.finditer(text)]
+    hits += [(m.start(), "class", m.group(1)) for m in _PY_CLASS.finditer(text)]
+    hits.sort()
     defs: list[Definition] = []
-    text = "\n" + text  # so the first line starts after a newline like every other
-    line = 0
+    line = 1
     pos = 0
     stack: list[tuple[int, str]] = []  # (indent width, kind) of open definitions
-    for match in _PY_DEF.finditer(text):
-        start = match.start() + 1
+    for start, keyword, name in hits:
+        line_start = text.rfind("\n", 0, start) + 1
+        lead = text[line_start:start]
+        indent_len = len(lead) - len(lead.lstrip(" \t"))
+        rest = lead[indent_len:]
+        if rest and rest.rstrip() != "async":
+            continue
         line += text.count("\n", pos, start)
         pos = start
-        indent, _, keyword, name = match.groups()
-        width = len(indent) if "\t" not in indent else len(indent.expandtabs(8))
+        indent = lead[:indent_len]
+        width = indent_len if "\t" not in indent else len(indent.expandtabs(8))
         while stack and stack[-1][0] >= width:
             stack.pop()
         parent = stack[-1][1] if stack else None
@@ -184,7 +199,7 @@ def _scan_python(text: str) -> tuple[Definition, ...]:
         if parent is not None and parent != "class":
             continue  # nested inside a function
         end = text.find("\n", start)
-        header = text[start + len(indent) : end if end >= 0 else len(text)]
+        header = text[line_start + indent_len : end if end >= 0 else len(text)]
         defs.append(Definition(name, kind, line, len(stack) - 1, header[:MAX_SIGNATURE_CHARS]))
     return tuple(defs)
 
