@@ -68,6 +68,8 @@ def run(args: argparse.Namespace) -> int:
         doc["commit"] = res.commit
         if res.commit_error:
             doc["commit_error"] = res.commit_error
+        if res.commit_notes:
+            doc["commit_notes"] = res.commit_notes
         refused += [{"path": e.path, "message": e.message} for e in res.refused]
     code = 1 if refused else 0
     doc["ok"] = code == 0

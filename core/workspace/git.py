@@ -50,6 +50,16 @@ def is_repo(root: Path) -> bool:
     return open_repo(root) is not None
 
 
+def _operation_in_progress(git_dir: Path) -> str | None:
+    """A merge, rebase, cherry-pick or revert the user is in the middle of, if any."""
+    for name, what in (("MERGE_HEAD", "merge"), ("rebase-merge", "rebase"),
+                       ("rebase-apply", "rebase"), ("CHERRY_PICK_HEAD", "cherry-pick"),
+                       ("REVERT_HEAD", "revert")):
+        if (git_dir / name).exists():
+            return what
+    return None
+
+
 def _head_entry(repo, rel: str) -> tuple[bytes | None, str | None]:
     """(content, mode) of rel in HEAD, or (None, None) when absent or no HEAD yet."""
     try:
@@ -91,6 +101,10 @@ def commit_change(root: Path, files: list[CommitFile], message: str) -> CommitRe
     if repo is None:
         return CommitResult(None, "not a git repository")
     top = Path(repo.working_tree_dir).resolve()
+    busy = _operation_in_progress(Path(repo.git_dir))
+    if busy:
+        return CommitResult(None, f"the repository is in the middle of a {busy}; "
+                                  f"not committed (the files are written)")
     message = message.strip() or "sparkstation: accepted edit"
     notes: list[str] = []
     try:

@@ -112,3 +112,15 @@ def test_commit_in_a_repo_without_commits(tmp_path, monkeypatch):
     res = apply_proposal(ws, prop, {h.id for h in prop.hunks}, message="first")
     assert res.commit and r.head.commit.message.strip() == "first"
     assert r.git.show("HEAD:a.py") == "A = 1"
+
+
+def test_no_commit_in_the_middle_of_a_merge(repo):
+    root, r = repo
+    (root / ".git" / "MERGE_HEAD").write_text(r.head.commit.hexsha + "\n")
+    before = r.head.commit.hexsha
+    ws = Workspace(root)
+    prop = build_proposal(ws, [Edit("app.py", "    return 1\n", "    return 4\n",
+                                    "search_replace")])
+    res = apply_proposal(ws, prop, {h.id for h in prop.hunks}, message="x")
+    assert res.written == ["app.py"] and res.commit is None
+    assert "middle of a merge" in res.commit_error and r.head.commit.hexsha == before
