@@ -90,6 +90,18 @@ def clean_path(line: str) -> str | None:
     return None
 
 
+_TICKED = re.compile(r"`([^`\s]+)`")
+
+
+def mentioned_path(line: str) -> str | None:
+    """The one file a prose line names in backticks ("In `src/a.py`:"), else None.
+
+    Used only to name a SEARCH block that has no path line of its own, never to start a
+    whole-file edit, so prose mentioning a file cannot create one."""
+    found = [p for p in (clean_path(t) for t in _TICKED.findall(line)) if p]
+    return found[0] if len(set(found)) == 1 else None
+
+
 def _diff_path(rest: str) -> str | None:
     """The path from a `--- a/x` / `+++ b/x` header line (None for /dev/null)."""
     p = rest.strip().split("\t", 1)[0].strip()
@@ -121,6 +133,7 @@ class _Fence:
     path: str | None  # path named before the fence or in its info string
     body: list[str] = field(default_factory=list)
     had_block: bool = False
+    mentioned: str | None = None  # a file named in backticks on the line before
     # unified-diff state
     old_path: str | None = None
     new_path: str | None = None
@@ -253,7 +266,8 @@ class StreamingParser:
                 self._fence = _Fence(m.group(2), self._line_no, True, None)
             else:
                 path = info_path or clean_path(self._prev_line)
-                self._fence = _Fence(m.group(2), self._line_no, False, path)
+                self._fence = _Fence(m.group(2), self._line_no, False, path,
+                                     mentioned=mentioned_path(self._prev_line))
             self._prev_line = ""
             return []
         self._remember(line)
@@ -268,6 +282,10 @@ class StreamingParser:
         path = clean_path(self._prev_line)
         if path is None and f is not None and f.path:
             path = f.path
+        if path is None:
+            path = mentioned_path(self._prev_line)
+        if path is None and f is not None:
+            path = f.mentioned
         if path is None:
             path = self._last_path
         if f is not None:

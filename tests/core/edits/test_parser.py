@@ -254,3 +254,10 @@ def test_marker_soup_never_crashes_and_is_chunking_invariant(lines, sizes):
     assert got == expected and errors == whole.errors
     for e in expected:
         assert e.path and e.kind in ("search_replace", "udiff", "whole_file")
+
+
+def test_path_named_in_backticks_in_prose_names_a_search_block_only():
+    text = ("In `src/app.py`, change the constant:\n```python\n<<<<<<< SEARCH\nX = 1\n"
+            "=======\nX = 2\n>>>>>>> REPLACE\n```\n"
+            "And `src/app.py` looks like this now:\n```python\nX = 2\n```\n")
+    assert parse_edits(text) == [Edit("src/app.py", "X = 1\n", "X = 2\n", "search_replace")]
