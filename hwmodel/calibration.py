@@ -13,7 +13,7 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
-from hwmodel.chips import ChipSpec, TERMS
+from hwmodel.chips import TERMS, ChipSpec
 from hwmodel.errors import HwModelError
 
 

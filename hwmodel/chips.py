@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import tomllib
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from hwmodel.errors import HwModelError
@@ -53,7 +53,7 @@ class ChipSpec:
         value = getattr(self, f"{compute_dtype}_tflops", 0.0)
         return value or self.bf16_tflops
 
-    def with_terms(self, **terms: float) -> "ChipSpec":
+    def with_terms(self, **terms: float) -> ChipSpec:
         """A copy with calibrated efficiency/overhead terms (unknown keys rejected)."""
         bad = set(terms) - set(TERMS)
         if bad:
@@ -80,7 +80,7 @@ def _fields(cls: type) -> set[str]:
     return {f.name for f in dataclasses.fields(cls)}
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_catalog(path: str | None = None) -> Catalog:
     """Parse chips.toml once per process (predict() is called per stream by the core)."""
     file = Path(path) if path else SPEC_DIR / "chips.toml"

@@ -9,8 +9,9 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from core.cli_support import CliError, print_json
 
@@ -213,7 +214,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
           f"{'TTFT ms':>9} {'KV GB':>8}  bound")
     for p in rows:
         v = getattr(p, args.over)
-        print(f"{v:8} {p.chips:5} {str(p.fits):>5} {p.decode_step_ms:9.3f} {p.tokens_per_s_per_seq:10.1f} "
+        print(f"{v:8} {p.chips:5} {p.fits!s:>5} {p.decode_step_ms:9.3f} {p.tokens_per_s_per_seq:10.1f} "
               f"{p.tokens_per_s_total:12.1f} {p.ttft_ms:9.2f} {p.kv_gb:8.2f}  {p.bound}")
     print()
     labels = [str(getattr(p, args.over)) for p in rows]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import tomllib
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from hwmodel.errors import HwModelError
@@ -162,7 +162,7 @@ def _build(name: str, raw: dict) -> ModelSpec:
     return spec
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_models(path: str | None = None) -> dict[str, ModelSpec]:
     """All models by name and alias (cached: the core's pacing calls predict per stream)."""
     file = Path(path) if path else SPEC_DIR / "models.toml"

@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable
 
 from hwmodel.chips import ChipSpec
 from hwmodel.models import ModelSpec

@@ -23,10 +23,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
+import torch
+import torch.nn.functional as F
 
-from hwmodel.models import ModelSpec, get_model  # noqa: E402
+from hwmodel.models import ModelSpec, get_model
 
 DT = torch.bfloat16
 
