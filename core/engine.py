@@ -231,7 +231,7 @@ class StreamJob:
             # TTFT is one prompt's prefill (a continuous-batching server prefills each new
             # request as it arrives); the decode rate below follows the live batch size.
             first_rates = engine.rates.rates(profile, batch=1, prompt_tokens=prompt_tokens)
-            await _sleep_until(t_start + first_rates.ttft_ms / 1000.0)
+            await _sleep_until(t_start + first_rates.ttft_ms / 1000.0, precise=True)
             pieces = stream.pieces().__aiter__()
             pending = await _next(pieces)
             total = (stream.usage or {}).get("completion_tokens")  # known for replay
@@ -265,11 +265,13 @@ class StreamJob:
                 if pending is None:
                     break
                 next_due = now + (sent + 1 - due) / rates.tokens_per_s
-                wake = now + frame_s
+                wake, final = now + frame_s, False
                 if total is not None:  # end on schedule: the final frame goes when its
                     # last token is due, even if that is sooner than frame_ms
-                    wake = min(wake, now + (total - due) / rates.tokens_per_s)
-                await _sleep_until(max(next_due, wake))
+                    t_final = now + (total - due) / rates.tokens_per_s
+                    if t_final <= wake:
+                        wake, final = t_final, True
+                await _sleep_until(max(next_due, wake), precise=final)
         finally:
             engine.active[profile.name] -= 1
         ttft_ms = (t_first - t_start) * 1000.0 if sent else None
@@ -367,10 +369,24 @@ async def _next(it: Any) -> str | None:
         return None
 
 
-async def _sleep_until(deadline: float) -> None:
+SPIN_S = 0.002  # the event loop's timers round up to whole milliseconds (epoll)
+
+
+async def _sleep_until(deadline: float, *, precise: bool = False) -> None:
+    """Sleep until `deadline`; `precise` yields (never blocks) through the last 2 ms.
+
+    Used for the first token and the final frame, where 1 ms of timer rounding would be
+    a visible share of a short TTFT or answer; ordinary frames need no such care.
+    """
     delay = deadline - time.perf_counter()
-    if delay > 0:
-        await asyncio.sleep(delay)
+    if not precise:
+        if delay > 0:
+            await asyncio.sleep(delay)
+        return
+    if delay > SPIN_S:
+        await asyncio.sleep(delay - SPIN_S)
+    while time.perf_counter() < deadline:
+        await asyncio.sleep(0)
 
 
 class Engine:

@@ -150,12 +150,13 @@ def _finish(name: str, entry: dict[str, Any], env: dict[str, str]) -> Profile:
                           f"got {values['backend']!r}")
     if values.get("pacing", "model") not in PACING:
         raise ConfigError(f"{where('pacing')}: must be one of {', '.join(PACING)}")
-    for key in ("context_window", "tokens_per_s", "ttft_ms", "connect_timeout_s",
-                "read_timeout_s"):
+    for key in ("context_window", "tokens_per_s", "connect_timeout_s", "read_timeout_s",
+                "max_retry_wait_s"):
         if key in values and values[key] <= 0:
             raise ConfigError(f"{where(key)}: must be positive, got {values[key]!r}")
-    if values.get("ttft_ms") is not None and values["ttft_ms"] <= 0:
-        raise ConfigError(f"{where('ttft_ms')}: must be positive")
+    for key in ("ttft_ms", "max_retries"):
+        if key in values and values[key] < 0:
+            raise ConfigError(f"{where(key)}: must not be negative, got {values[key]!r}")
     if values["backend"] == "openai":
         if not values.get("base_url"):
             raise ConfigError(f"{where('base_url')}: required for backend 'openai' "

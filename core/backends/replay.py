@@ -16,6 +16,7 @@ import re
 from collections import Counter
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -38,9 +39,14 @@ class Cassette:
     usage: dict[str, int] | None = None
     source: dict[str, Any] = field(default_factory=dict)
 
-    @property
+    @cached_property
     def last_user(self) -> str:
         return last_user_message(self.messages)
+
+    @cached_property
+    def answer_tokens(self) -> int:
+        """Counted once: a long answer would otherwise cost milliseconds of TTFT per request."""
+        return count_tokens(self.answer)
 
 
 def last_user_message(messages: list[dict[str, str]]) -> str:
@@ -166,7 +172,7 @@ class ReplayBackend:
 
     async def open(self, request: BackendRequest) -> BackendStream:
         cassette, score = self.library.match(request.messages)
-        total = count_tokens(cassette.answer)
+        total = cassette.answer_tokens
         limit, reason = total, "stop"
         if request.max_tokens is not None and total > request.max_tokens:
             limit, reason = request.max_tokens, "length"
