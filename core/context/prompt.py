@@ -217,6 +217,11 @@ class ChatContext:
                 found.append(hit)
         return found
 
+    def warm(self) -> None:
+        """Build the repo map now (call it from a worker thread at startup) so the first
+        prompt does not wait for the tree to be scanned."""
+        self.repo_map.all_files()
+
     def on_file_event(self, rel_path: str) -> None:
         """Keep the repo map current after a file was created, changed or deleted."""
         self.repo_map.on_file_event(rel_path)

@@ -28,7 +28,7 @@ import numpy as np
 from core.context import tags as tagmod
 from core.context.rank import Graph, pagerank
 from core.context.tokens import estimate_tokens
-from core.context.tree import list_files
+from core.context.tree import is_ignored, list_files
 
 MAX_SCAN_BYTES = 512_000  # larger source files are generated or vendored; not mapped
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -109,7 +109,10 @@ class RepoMap:
                 return  # nothing cached yet; the first build reads the file as it is
             path = self.root / rel
             if path.is_file():
-                self._all_files.add(rel)
+                if rel not in self._all_files:
+                    if is_ignored(self.root, rel):  # asked for new files only: one git call
+                        return
+                    self._all_files.add(rel)
                 changed = self._scan_one(rel)
             else:
                 self._all_files.discard(rel)

@@ -100,6 +100,15 @@ def test_file_events_update_the_cache_without_relisting(project: Path, monkeypat
     assert calls == []  # events kept it current; the tree was never listed again
 
 
+def test_events_for_new_ignored_files_are_ignored(project: Path):
+    m = RepoMap(project)
+    m.all_files()
+    (project / "build" / "gen.py").write_text("def generated(): pass\n")
+    m.on_file_event("build/gen.py")
+    assert "build/gen.py" not in m.all_files()
+    assert "generated" not in [e.definition.name for e in m.rank()]
+
+
 def test_a_file_that_does_not_parse_still_maps(project: Path):
     (project / "app" / "broken.py").write_text("def half_done(x):\n    return (\n")
     text = RepoMap(project).render(2000).text
