@@ -26,7 +26,7 @@ from core.protocol import E_NO_CASSETTES
 
 log = logging.getLogger(__name__)
 PACKAGE_CASSETTES = Path(__file__).resolve().parent.parent / "cassettes"
-_WORD = re.compile(r"[a-z0-9_]+")
+_WORD = re.compile(r"[a-z0-9]+")
 
 
 @dataclass(frozen=True)
@@ -56,8 +56,16 @@ def last_user_message(messages: list[dict[str, str]]) -> str:
     return ""
 
 
+def _stem(word: str) -> str:
+    """Crude plural folding ("docstrings" -> "docstring"): enough for request wording."""
+    if len(word) > 4 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
 def _terms(text: str) -> Counter[str]:
-    return Counter(_WORD.findall(text.lower()))
+    """Lower-case words; identifiers split at underscores (`parse_date` -> parse, date)."""
+    return Counter(_stem(w) for w in _WORD.findall(text.lower()))
 
 
 def parse_cassette_line(line: str, file: Path, lineno: int) -> Cassette:
