@@ -172,6 +172,10 @@ def candidate_functions(paths: list[Path], base: Path) -> list[tuple[str, str, s
                 continue
             first = min([node.lineno] + [d.lineno for d in node.decorator_list])
             seg = textwrap.dedent("".join(lines[first - 1 : node.end_lineno]))
+            try:
+                ast.parse(seg)
+            except SyntaxError:
+                continue  # a multi-line string at column 0 keeps a method from dedenting
             out.append((path.relative_to(base).as_posix(), symbol, seg, node))
     return out
 

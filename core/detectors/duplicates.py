@@ -13,7 +13,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -23,6 +23,7 @@ from core.detectors.feature_index import FeatureIndex
 from core.detectors.normalize import FunctionUnit, units_from_source
 
 TYPE3_THRESHOLD = 0.55  # Jaccard of role k-grams at or above which a near-miss is reported
+PRUNE_BELOW = 0.6  # candidates estimated below this share of the threshold are not verified
 NEAR_BEST = 0.1  # other twins are reported only within this much of the best one
 CANDIDATES = 40  # candidates verified per query
 MAX_FILE_BYTES = 2_000_000  # larger .py files are generated data, not code anyone reads
@@ -166,12 +167,17 @@ class DuplicateIndex:
             parsed.append((rel, self._units_of(rel)))
             if progress is not None:
                 progress(i, len(files))
+        self.load(parsed)
+
+    def load(self, files: Iterable[tuple[str, list[FunctionUnit]]]) -> None:
+        """Replace the index with already fingerprinted files (build's second half;
+        also how the benchmark loads 100,000 functions without parsing them)."""
         with self._lock:
             self._entries, self._by_file, self._file_sizes = [], {}, {}
             self._exact, self._renamed = {}, {}
             self._features = FeatureIndex()
             self._function_count = 0
-            for rel, units in parsed:
+            for rel, units in files:
                 self._insert(rel, units, into_delta=False)
             self._freeze()
 
@@ -256,10 +262,10 @@ class DuplicateIndex:
         for uid in self._renamed.get(unit.renamed_key, ()):
             found.setdefault(uid, (1.0, 2))
         entries = self._entries
-        for uid, _estimate in self._features.candidates(
+        for uid, estimate in self._features.candidates(
             unit.features, lambda u: entries[u] is not None, CANDIDATES
         ):
-            if uid in found:
+            if uid in found or estimate < TYPE3_THRESHOLD * PRUNE_BELOW:
                 continue
             sim = jaccard(unit.features, entries[uid].unit.features)  # type: ignore[union-attr]
             if sim >= TYPE3_THRESHOLD:

@@ -88,47 +88,48 @@ def _strip_docstring(body: list[ast.stmt]) -> list[ast.stmt]:
     return body
 
 
-def _scope_names(func: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[set[str], set[str]]:
-    """Parameters and locally bound names of a function (nested scopes folded in)."""
-    params: set[str] = set()
-    local: set[str] = set()
-    for node in ast.walk(func):
-        if isinstance(node, ast.arg):
-            params.add(node.arg)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            local.add(node.id)
-        elif isinstance(node, _FUNCS + (ast.ClassDef,)) and node is not func:
-            local.add(node.name)
-        elif isinstance(node, ast.alias):
-            local.add((node.asname or node.name).split(".")[0])
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            local.add(node.name)
-    return params, local - params
-
-
 class _Walker:
     """Emits the role token sequence and the exact token sequence in one pass.
 
     Role tokens are node kinds; a name is replaced by its role (parameter, local,
     or free: a global, builtin or import), a literal by its type. Renaming
     identifiers or changing literals therefore leaves the role sequence unchanged.
+    A name's role is known only once the whole function is seen (a local may be
+    assigned after its first use), so names get a placeholder resolved by `finish`.
     """
 
-    def __init__(self, params: set[str], local: set[str]) -> None:
-        self.params, self.local = params, local
+    def __init__(self) -> None:
         self.roles: list[int] = []
         self.exact: list[str] = []
         self.statements = 0
+        self.params: set[str] = set()
+        self.local: set[str] = set()
+        self.pending: list[tuple[int, str]] = []  # (position in roles, name)
         # names a rename leaves alone: globals, builtins, attributes, keyword arguments
         self.anchors: set[str] = set()
 
-    def _name_role(self, name: str) -> int:
-        if name in self.params:
-            return _PARAM
-        if name in self.local:
-            return _LOCAL
-        self.anchors.add(name)
-        return _FREE
+    def finish(self) -> None:
+        local = self.local - self.params
+        for pos, name in self.pending:
+            if name in self.params:
+                self.roles[pos] = _PARAM
+            elif name in local:
+                self.roles[pos] = _LOCAL
+            else:
+                self.roles[pos] = _FREE
+                self.anchors.add(name)
+
+    def _binds(self, node: ast.AST) -> None:
+        """Record the names a node binds (for the roles of the names used)."""
+        if isinstance(node, ast.arg):
+            self.params.add(node.arg)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if self.roles:  # not the function being fingerprinted itself
+                self.local.add(node.name)
+        elif isinstance(node, ast.alias):
+            self.local.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            self.local.add(node.name)
 
     def visit(self, node: ast.AST) -> None:
         kind = type(node).__name__
@@ -139,9 +140,13 @@ class _Walker:
             self.exact.append(repr(node.value))
             return
         if isinstance(node, ast.Name):
-            self.roles.append(self._name_role(node.id))
+            if not isinstance(node.ctx, ast.Load):
+                self.local.add(node.id)
+            self.pending.append((len(self.roles), node.id))
+            self.roles.append(0)
             self.exact.append("N" + node.id)
             return
+        self._binds(node)
         self.roles.append(_VOCAB.get(kind, _OTHER))
         own = _own_names(node)
         if own and isinstance(node, (ast.Attribute, ast.keyword)):
@@ -204,8 +209,9 @@ def _digest(text: str) -> bytes:
 
 def fingerprint(node: ast.FunctionDef | ast.AsyncFunctionDef, symbol: str) -> FunctionUnit:
     """Fingerprint one function node (its nested functions are part of its body)."""
-    walker = _Walker(*_scope_names(node))
+    walker = _Walker()
     walker.visit(node)
+    walker.finish()
     return FunctionUnit(
         symbol=symbol,
         line=node.lineno,
@@ -242,34 +248,54 @@ def iter_functions(tree: ast.AST) -> Iterator[tuple[str, ast.FunctionDef | ast.A
 def parse_tolerant(source: str) -> ast.Module | None:
     """Parse what can be parsed: code being streamed may end in an incomplete function.
 
-    On a syntax error the source is cut before the last top-level statement that starts
-    at or before the error and parsing is retried; an indented snippet (a method from a
-    hunk) is dedented first. Returns None when nothing parses.
+    On a syntax error the source is cut before the last outermost statement that starts
+    at or before the error and parsing is retried. An indented snippet (a method from a
+    hunk) is dedented; when a multi-line string stops dedenting, it is parsed inside an
+    ``if True:`` block instead (line numbers stay those of `source`). Returns None when
+    nothing parses.
     """
-    text = textwrap.dedent(source.replace("\r\n", "\n"))
-    lines = text.split("\n")
+    lines = textwrap.dedent(source.replace("\r\n", "\n")).split("\n")
+    base = _base_indent(lines)
+    header = ["if True:"] if base else []
     for _ in range(50):
         try:
-            return ast.parse("\n".join(lines))
+            tree = ast.parse("\n".join(header + lines))
         except SyntaxError as exc:
-            err = max(1, min(exc.lineno or len(lines), len(lines)))
-            cut = _last_top_level_start(lines, err)
+            err = max(1, min((exc.lineno or len(lines)) - len(header), len(lines)))
+            cut = _last_outer_start(lines, err, base)
             if cut <= 0:
                 return None
             lines = lines[:cut]
         except (ValueError, RecursionError, MemoryError):
             return None
+        else:
+            if header:
+                ast.increment_lineno(tree, -1)
+            return tree
     return None
 
 
-def _last_top_level_start(lines: list[str], err_line: int) -> int:
-    """Index of the last line at or before err_line that starts a top-level statement."""
+def _base_indent(lines: list[str]) -> int:
+    for line in lines:
+        stripped = line.lstrip()
+        if stripped and not stripped.startswith("#"):
+            return len(line) - len(stripped)
+    return 0
+
+
+def _last_outer_start(lines: list[str], err_line: int, base: int) -> int:
+    """Index of the last line at or before err_line that starts an outermost statement."""
     for i in range(min(err_line, len(lines)) - 1, -1, -1):
         line = lines[i]
-        if line and not line[0].isspace() and not line.startswith(("#", ")", "]", "}")):
-            # decorators belong to the def below them
-            while i > 0 and lines[i - 1].startswith("@"):
-                i -= 1
+        body = line[base:]
+        if (
+            len(line) > base
+            and not line[:base].strip()
+            and not body[0].isspace()
+            and not body.startswith(("#", ")", "]", "}"))
+        ):
+            while i > 0 and lines[i - 1][base:].startswith("@"):
+                i -= 1  # decorators belong to the def below them
             return i
     return 0
 
