@@ -132,12 +132,9 @@ def commit_change(root: Path, files: list[CommitFile], message: str) -> CommitRe
             g = repo.git
             if has_head:
                 g.read_tree("HEAD", env=env)
-            for rel, data, mode in updates:
-                if data is None:
-                    g.update_index("--force-remove", "--", rel, env=env)
-                else:
-                    sha = _hash_blob(repo, data)
-                    g.update_index("--add", "--cacheinfo", f"{mode},{sha},{rel}", env=env)
+            shas = {rel: (_hash_blob(repo, data) if data is not None else None)
+                    for rel, data, _ in updates}
+            _index_info(repo, [(rel, mode, shas[rel]) for rel, _, mode in updates], env)
             tree = g.write_tree(env=env)
         parents = ["-p", repo.head.commit.hexsha] if has_head else []
         commit = repo.git.commit_tree(tree, *parents, "-m", message)
@@ -145,7 +142,7 @@ def commit_change(root: Path, files: list[CommitFile], message: str) -> CommitRe
         ref = repo.head.ref.path if not repo.head.is_detached else "HEAD"
         args = [ref, commit] + ([old] if old else [])
         repo.git.update_ref("-m", f"sparkstation: {message.splitlines()[0]}", *args)
-        _sync_index(repo, updates, has_head, old)
+        _sync_index(repo, [(rel, mode, shas[rel]) for rel, _, mode in updates], old)
     except git.GitCommandError as exc:
         detail = (exc.stderr or exc.stdout or str(exc)).strip().splitlines()
         return CommitResult(None, f"git commit failed: {detail[-1] if detail else exc}", notes)
@@ -163,22 +160,40 @@ def _hash_blob(repo, data: bytes) -> str:
     return sha.decode() if isinstance(sha, bytes) else sha
 
 
-def _sync_index(repo, updates, has_head: bool, old_head: str | None) -> None:
+def _index_info(repo, entries: list[tuple[str, str, str | None]],
+                env: dict[str, str] | None = None) -> None:
+    """Set (or, with sha None, remove) index entries in one `update-index --index-info`."""
+    if not entries:
+        return
+    zero = "0" * 40
+    lines = "".join(f"{mode} {sha}\t{rel}\n" if sha else f"0 {zero}\t{rel}\n"
+                    for rel, mode, sha in entries)
+    with tempfile.TemporaryFile() as fh:
+        fh.write(lines.encode("utf-8"))
+        fh.seek(0)
+        repo.git.update_index("--index-info", istream=fh, env=env or {})
+
+
+def _sync_index(repo, entries: list[tuple[str, str, str | None]],
+                old_head: str | None) -> None:
     """Where the user had nothing staged for a path, stage our committed content, so
     `git status` shows only their own work; staged entries of theirs are left alone."""
-    for rel, data, mode in updates:
-        staged = repo.git.ls_files("-s", "--", rel).split()
-        staged_sha = staged[1] if len(staged) >= 2 else None
+    rels = [rel for rel, _, _ in entries]
+    staged: dict[str, str] = {}
+    for line in repo.git.ls_files("-s", "-z", "--", *rels).split("\0"):
+        if "\t" in line:
+            meta, rel = line.split("\t", 1)
+            staged[rel] = meta.split()[1]
+    tree = repo.commit(old_head).tree if old_head else None
+    todo = []
+    for rel, mode, sha in entries:
         head_sha = None
-        if has_head and old_head:
+        if tree is not None:
             try:
-                head_sha = (repo.commit(old_head).tree / rel).hexsha
+                head_sha = (tree / rel).hexsha
             except KeyError:
                 head_sha = None
-        if staged_sha != head_sha:
+        if staged.get(rel) != head_sha:
             continue  # the user staged something of their own here
-        if data is None:
-            repo.git.update_index("--force-remove", "--", rel)
-        else:
-            sha = _hash_blob(repo, data)
-            repo.git.update_index("--add", "--cacheinfo", f"{mode},{sha},{rel}")
+        todo.append((rel, mode, sha))
+    _index_info(repo, todo)
