@@ -1,15 +1,14 @@
 """Token counts for context budgets, from the project's one estimator.
 
-The replay backend reports `prompt_tokens` with `core.backends.tokens.count_tokens`, so the
-context report, the context meter and the backend's usage agree only if all of them use
-that same function. This module is the context package's single door to it.
+The replay backend reports `prompt_tokens` with `core.backends.tokens.count_message_tokens`,
+and the context meter counts with the same module, so the context report, the meter and
+the backend's usage agree only if all of them use these functions. This module is the
+context package's single door to them.
 """
 
 from __future__ import annotations
 
-from core.backends.tokens import count_tokens
-
-MESSAGE_OVERHEAD = 4  # role and framing tokens per chat message, as chat templates add
+from core.backends.tokens import count_message_tokens, count_tokens
 
 
 def estimate_tokens(text: str) -> int:
@@ -19,4 +18,4 @@ def estimate_tokens(text: str) -> int:
 
 def message_tokens(message: dict[str, str]) -> int:
     """Tokens one chat message costs: its content plus role framing."""
-    return estimate_tokens(message.get("content", "")) + MESSAGE_OVERHEAD
+    return count_message_tokens([message])

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from core.backends.tokens import count_message_tokens
 from core.context.prompt import ChatContext, ContextOverflow
 from core.context.tokens import message_tokens
 from core.edits.instructions import EDIT_FORMAT_SYSTEM_PROMPT
@@ -35,6 +36,7 @@ def test_sections_come_in_the_stated_order(project: Path):
     assert messages[-1] == {"role": "user", "content": "rename to_date"}
     assert [m["role"] for m in messages[1:]] == ["user", "assistant"] * 4 + ["user"]
     assert report.total == total(messages) and report.fits
+    assert report.total == count_message_tokens(messages)  # what the replay backend reports
     assert report.last_usage == {"prompt_tokens": 10}
 
 
