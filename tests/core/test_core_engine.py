@@ -104,3 +104,18 @@ async def test_cancel_mid_ttft_is_immediate(tmp_path):
     await task
     assert time.perf_counter() - t < 0.02
     assert frames[-1]["type"] == "done" and frames[-1]["reason"] == "cancelled"
+
+
+def test_builtin_profiles_are_paced_by_hwmodel(tmp_path, monkeypatch):
+    """Integration with hwmodel: spark is the fast profile, base the slow one."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    engine = Engine(load_config(env={}))
+    listed = {p["name"]: p for p in engine.profile_list()}
+    spark, base = listed["spark"]["predicted"], listed["base"]["predicted"]
+    assert spark["basis"] == "hwmodel" and base["basis"] == "hwmodel"
+    assert spark["tokens_per_s"] > 500 > base["tokens_per_s"] > 10
+    profile = engine.config.profiles["base"]
+    one = engine.rates.rates(profile, batch=1, prompt_tokens=1000)
+    many = engine.rates.rates(profile, batch=16, prompt_tokens=1000)
+    assert many.tokens_per_s <= one.tokens_per_s  # per stream down ...
+    assert many.tokens_per_s * 16 > one.tokens_per_s * 4  # ... aggregate up
