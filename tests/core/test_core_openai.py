@@ -167,3 +167,71 @@ async def test_fake_speaks_openai_sse_bytes(fake):
     assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["completion_tokens"] == 2
     assert chunks[-2]["choices"][0]["finish_reason"] == "stop"
     await asyncio.sleep(0)
+
+
+async def test_steer_sends_partial_and_redirect_upstream(tmp_path, fake):
+    fake.script += [Reply.text(" ".join(f"w{i}" for i in range(300)), delay_s=0.01),
+                    Reply.text("redirected answer")]
+    async with running_core(tmp_path, env={"FAKE_KEY": "x"}, extra=_extra(fake)) as (url, _):
+        client = await CoreClient.connect(url)
+        s = await client.generate("live", USER)
+        seen = ""
+        async for ev in s:
+            if hasattr(ev, "text"):
+                seen += ev.text
+                if len(seen) > 10 and len(fake.requests) == 1:
+                    await s.steer("use pathlib")
+        await client.close()
+    assert s.text.endswith("redirected answer") and s.done.reason == "stop"
+    second = fake.requests[1].json["messages"]
+    assert second[:-2] == USER
+    assert second[-2]["role"] == "assistant" and second[-2]["content"].startswith("w0 w1")
+    assert second[-1] == {"role": "user", "content": "use pathlib"}
+
+
+@pytest.mark.parametrize("exc, code", [
+    ("ConnectTimeout", "connect_timeout"),
+    ("ReadTimeout", "read_timeout"),
+])
+async def test_transport_timeouts(exc, code):
+    import httpx
+
+    from core.backends.base import BackendError, BackendRequest
+    from core.backends.openai import OpenAIBackend
+    from core.profiles import Profile
+
+    def boom(request):
+        raise getattr(httpx, exc)("simulated", request=request)
+
+    profile = Profile(name="p", backend="openai", base_url="http://127.0.0.1:1/v1",
+                      api_model="m")
+    backend = OpenAIBackend(profile, env={}, transport=httpx.MockTransport(boom))
+    with pytest.raises(BackendError) as err:
+        await backend.open(BackendRequest("a", USER))
+    assert err.value.code == code
+    await backend.aclose()
+
+
+async def test_error_object_mid_stream_is_upstream_error():
+    import httpx
+
+    from core.backends.base import BackendError, BackendRequest
+    from core.backends.openai import OpenAIBackend
+    from core.profiles import Profile
+
+    body = (b'data: {"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}\n\n'
+            b'data: {"error":{"message":"model overloaded","type":"server_error"}}\n\n')
+
+    def reply(request):
+        return httpx.Response(200, content=body, headers={"content-type": "text/event-stream"})
+
+    profile = Profile(name="p", backend="openai", base_url="http://x/v1", api_model="m")
+    backend = OpenAIBackend(profile, env={}, transport=httpx.MockTransport(reply))
+    stream = await backend.open(BackendRequest("a", USER))
+    got = []
+    with pytest.raises(BackendError) as err:
+        async for piece in stream.pieces():
+            got.append(piece)
+    assert got == ["hi"] and err.value.code == "upstream_error"
+    assert "overloaded" in err.value.message
+    await backend.aclose()

@@ -240,3 +240,23 @@ async def test_slow_reader_does_not_grow_memory(tmp_path):
                     done.add(frame["id"])
         await ws.close()
 
+
+
+async def test_stream_limit_per_connection(tmp_path):
+    async with running_core(tmp_path, tokens_per_s=100, max_streams=2) as (url, _):
+        client = await CoreClient.connect(url)
+        a = await client.generate("fast", USER)
+        b = await client.generate("fast", USER)
+        c = await client.generate("fast", USER)
+        with pytest.raises(CoreError) as exc:
+            async for _ in c:
+                pass
+        assert exc.value.code == "too_many_streams"
+        await a.cancel()
+        async for _ in a:
+            pass
+        d = await client.generate("fast", USER, max_tokens=3)  # a's slot is free again
+        async for _ in d:
+            pass
+        assert d.done.reason == "length" and not b.finished
+        await client.close()

@@ -23,11 +23,11 @@ TEST_CASSETTES = Path(__file__).resolve().parent / "cassettes"
 
 def write_config(tmp_path: Path, *, tokens_per_s: float = 20000.0, ttft_ms: float = 5.0,
                  frame_ms: float = 16, extra: str = "",
-                 cassettes: Path = TEST_CASSETTES) -> Path:
+                 cassettes: Path = TEST_CASSETTES, max_streams: int = 64) -> Path:
     """A config with a pinned-rate replay profile `fast` (plus the built-ins)."""
     path = tmp_path / "core-config.toml"
     path.write_text(
-        f"[core]\nframe_ms = {frame_ms}\n\n"
+        f"[core]\nframe_ms = {frame_ms}\nmax_streams_per_connection = {max_streams}\n\n"
         f"[profiles.fast]\nbackend = \"replay\"\npacing = \"pinned\"\n"
         f"tokens_per_s = {float(tokens_per_s)}\nttft_ms = {float(ttft_ms)}\n"
         f"cassettes = [\"{Path(cassettes).as_posix()}\"]\n\n{extra}\n",
