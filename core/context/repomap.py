@@ -32,6 +32,19 @@ from core.context.tree import is_ignored, list_files
 
 MAX_SCAN_BYTES = 512_000  # larger source files are generated or vendored; not mapped
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_PATH_TOKEN = re.compile(r"\S*[/\\]\S*|\S+\.[A-Za-z]{1,5}\b")
+_TEST_PATH = re.compile(r"(^|/)(tests?|testing)/|(^|/)test_[^/]*$|_test\.\w+$|(^|/)conftest\.py$")
+
+
+def prompt_names(prompt: str) -> set[str]:
+    """Identifiers a prompt mentions, leaving out the words of file paths (`match.py` names
+    a file, which the map's file mentions handle, not a function called `match`)."""
+    words = _WORD.findall(_PATH_TOKEN.sub(" ", prompt)) if prompt else []
+    return {w for w in words if len(w) > 2}
+
+
+def is_test_path(rel: str) -> bool:
+    return _TEST_PATH.search(rel) is not None
 
 
 @dataclass
@@ -55,6 +68,7 @@ class _GraphState:
     def_share: np.ndarray  # 1 / number of files defining the same name
     def_scale: np.ndarray  # 1/(defs in its file + 1): a file's rank spread over its defs
     def_factor: np.ndarray  # 0.1 for private names, else 1
+    def_in_tests: np.ndarray  # bool: defined in a test file
 
 
 @dataclass(frozen=True)
@@ -233,6 +247,8 @@ class RepoMap:
             files, file_index, ident_index, graph, def_refs,
             np.asarray(def_file, dtype=np.int64), np.asarray(def_ident, dtype=np.int64),
             np.asarray(def_share), np.asarray(def_scale), np.asarray(def_factor),
+            np.asarray([is_test_path(rel) for rel in files], dtype=bool)[
+                np.asarray(def_file, dtype=np.int64)],
         )
 
     def rank(
@@ -251,6 +267,8 @@ class RepoMap:
             ident_rank = np.where(state.def_ident >= 0, ranks[state.def_ident], 0.0)
             score = ranks[state.def_file] * state.def_scale + ident_rank * state.def_share
             score *= state.def_factor
+            if not any(is_test_path(state.files[i]) for i in chat):
+                score[state.def_in_tests] *= 0.2  # test helpers matter when editing tests
             score[np.isin(state.def_file, chat)] = 0.0
             order = np.argsort(-score, kind="stable")
         for k in order:
@@ -308,7 +326,7 @@ class RepoMap:
             self._ensure_built()
             if budget <= 0:
                 return RepoMapResult("", 0, [], len(self._scans))
-            names = set(_WORD.findall(prompt)) if prompt else set()
+            names = prompt_names(prompt)
             ranked = self.rank(chat_files, mentioned_files, names)
             chosen: dict[str, dict[int, MapEntry]] = {}
             order: list[str] = []
@@ -406,8 +424,8 @@ def _name_weight(name: str, owners: int) -> float:
         weight *= 0.1  # `run`, `get`, `main`: defined everywhere, says little
     if len(name) >= 8 and ("_" in name.strip("_") or name != name.lower()):
         weight *= 3.0  # long specific names are strong evidence
-    elif len(name) <= 4 and name.islower():
-        weight *= 0.3  # `repo`, `pos`, `left`: as likely a local variable as a reference
+    elif name.isalpha() and name.islower():
+        weight *= 0.3  # `files`, `match`, `pos`: as likely a local variable as a reference
     return weight
 
 

@@ -125,3 +125,28 @@ def test_the_standard_library_maps_within_budget():
     assert result.files_scanned > 500
     assert 1500 < result.tokens <= 2048
     assert elapsed < 20
+
+
+def test_prompt_names_leave_out_the_words_of_file_paths():
+    from core.context.repomap import prompt_names
+
+    names = prompt_names("rebase the hunk with match.py and core/edits/x.py, see to_date")
+    assert {"rebase", "hunk", "to_date"} <= names
+    assert not {"match", "py", "core", "edits", "x"} & names
+
+
+def test_test_helpers_rank_low_unless_a_test_is_in_the_chat(project: Path):
+    (project / "tests").mkdir()
+    (project / "tests" / "helpers.py").write_text(
+        "def make_invoice_fixture(lines):\n    return lines\n")
+    for name in ("a", "b", "c"):
+        (project / "tests" / f"test_{name}.py").write_text(
+            "from tests.helpers import make_invoice_fixture\n\n"
+            f"def test_{name}():\n    assert make_invoice_fixture([])== []\n")
+    m = RepoMap(project)
+
+    def position(chat: list[str]) -> int:
+        ranked = [e.definition.name for e in m.rank(chat_files=chat)]
+        return ranked.index("make_invoice_fixture")
+
+    assert position(["tests/test_a.py"]) < position(["app/report.py"])
