@@ -9,6 +9,7 @@ which goes through the workspace layer, the only writer.
 from __future__ import annotations
 
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -68,6 +69,9 @@ class AnswerRun:
         self.source: dict | None = None
         self.applied = False
         self.redirects: list[str] = []
+        self.request_id = uuid.uuid4().hex[:12]
+        self.usage: dict | None = None
+        self.file_status: dict[str, str] = {}
         self.parse_errors_before_steer: list = []
 
     # -- streaming -------------------------------------------------------------------------
@@ -210,15 +214,27 @@ class Workstation:
     review) and renders what they return.
     """
 
-    def __init__(self, root: Path, *, fast_profiles: tuple[str, ...] = ("spark",), guards: dict | None = None) -> None:
+    def __init__(self, root: Path, *, window: int = 128_000, fast_profiles: tuple[str, ...] = ("spark",),
+                 guards: dict | None = None) -> None:
+        from core.context.ai_comments import AICommentTracker
+        from core.context.prompt import ChatContext
         from core.detectors.duplicates import DuplicateIndex
+        from core.guards.dwell import DwellGuard
         from core.guards.sensitive import SensitivePolicy
+        from core.report.recorder import SessionRecorder
 
         self.root = Path(root)
         self.workspace = Workspace(self.root)
         self.dups = DuplicateIndex(self.root)
         self.dups_ready = False
+        self.growth = None
         self.sensitive = SensitivePolicy.from_config(guards)
+        self.dwell = DwellGuard.from_config(guards)
+        self.context = ChatContext(self.root, window, workspace=self.workspace)
+        self.ai_comments = AICommentTracker()
+        self.recorder = SessionRecorder(self.root)
+        self.last_report = None
+        self._shown: set[str] = set()
         self.fast_profiles = fast_profiles
         self.answers: list[AnswerRun] = []
         self.session_findings: dict[str, int] = {}
@@ -227,18 +243,115 @@ class Workstation:
 
     # -- indexing (worker thread) ----------------------------------------------------------
     def build_indexes(self) -> None:
+        from core.detectors.growth import GrowthMeter
+
+        self.growth = GrowthMeter.from_tree(self.root)
         self.dups.build()
         self.dups_ready = True
 
-    def on_file_changes(self, changes: list[tuple[str, str]]) -> None:
-        """Keep the indexes current from watcher events (path, kind)."""
+    def applied(self, run: AnswerRun, result) -> None:
+        """Count what an accepted change wrote toward the session's growth meter."""
+        if self.growth is None or not result.written:
+            return
+        written = set(result.written)
+        accepted = [h for h in run.hunks if h.id in run.accepted and h.path in written]
+        self.growth.record_lines(sum(len(h.new_lines) for h in accepted), sum(len(h.old_lines) for h in accepted))
+
+    def on_file_changes(self, changes: list[tuple[str, str]]) -> str | None:
+        """Keep the indexes current from watcher events (path, kind).
+
+        Returns the instruction of new `AI!`/`AI?` comments found in a changed file, if any
+        (that file is then in the chat), so the app can send it as a request.
+        """
+        instruction = None
         for path, kind in changes:
+            self.context.on_file_event(path)
+            if kind != "deleted" and instruction is None:
+                instruction = self._ai_instruction(path)
             if not path.endswith(".py") or not self.dups_ready:
                 continue
             if kind == "deleted":
                 self.dups.remove_file(path)
             else:
                 self.dups.update_file(path)
+        return instruction
+
+    def _ai_instruction(self, path: str) -> str | None:
+        from core.context.prompt import ContextError
+        from core.workspace.files import WorkspaceError
+
+        try:
+            text = self.workspace.read_text(path)
+        except WorkspaceError:
+            return None
+        if not self.ai_comments.new_comments(path, text):
+            return None
+        try:
+            return self.context.prompt_for_ai_comments(path)
+        except ContextError:
+            return None
+
+    # -- requests and answers ------------------------------------------------------------------
+    def request(self, run: AnswerRun, kind: str = "chat") -> list[dict]:
+        """Assemble what the model sees for this prompt (worker thread) and record it."""
+        messages, report = self.context.build_request(run.prompt)
+        self.last_report = report
+        self.recorder.prompt(run.request_id, run.prompt, run.profile, kind=kind)
+        return messages
+
+    def answer_finished(self, run: AnswerRun, review: Review | None, *, chip: str | None = None,
+                        model: str | None = None) -> None:
+        usage = run.usage or {}
+        if run.text:
+            self.context.record_exchange(run.prompt, run.text, usage or None)
+        self.recorder.answer_done(
+            run.request_id, profile=run.profile, tokens=run.stats.tokens, elapsed_s=run.stats.elapsed_s,
+            ttft_ms=run.stats.ttft_ms, chip=chip, model=model,
+            prompt_tokens=usage.get("prompt_tokens"), reason=run.reason or "stop")
+        if review is not None:
+            self.record_review(review)
+            for finding in review.findings:
+                if finding.kind in {"duplicate", "slop", "secret", "sensitive"}:
+                    self.recorder.finding(finding.kind, detail=finding.message)
+
+    def context_tokens(self) -> tuple[int, int, bool]:
+        """(tokens, window, estimated) for the context meter: the backend's reported usage of
+        the last exchange when there is one, else the assembled request's estimate."""
+        usage = self.context.last_usage or {}
+        window = self.context.window
+        if usage.get("prompt_tokens"):
+            return int(usage["prompt_tokens"]) + int(usage.get("completion_tokens", 0)), window, False
+        if self.last_report is not None:
+            return self.last_report.total, window, True
+        return 0, window, True
+
+    def fresh_context(self) -> None:
+        self.context.clear()
+        self.last_report = None
+        self.recorder.fresh_context()
+
+    # -- review-dwell and decisions ------------------------------------------------------------
+    def hunks_shown(self, run: AnswerRun) -> None:
+        for hunk in run.hunks:
+            if hunk.id not in self._shown:
+                self._shown.add(hunk.id)
+                lines = len(hunk.new_lines) + len(hunk.old_lines)
+                self.dwell.shown(hunk.id, lines)
+                self.recorder.hunk_shown(hunk.id, request_id=run.request_id, path=hunk.path, lines=lines)
+
+    def check_accept(self, hunk_id: str):
+        return self.dwell.check_accept(hunk_id)
+
+    def decided(self, run: AnswerRun, hunk, accepted: bool, *, unread: bool = False,
+                reason: str | None = None) -> None:
+        """Record a decision; a rejection goes back to the model with the next request."""
+        self.recorder.hunk_decided(
+            hunk.id, accepted=accepted, dwell_s=self.dwell.dwelt(hunk.id), unread=unread, reason=reason,
+            added=len(hunk.new_lines), removed=len(hunk.old_lines))
+        if not accepted:
+            old = "".join(f"-{line}" if line.endswith("\n") else f"-{line}\n" for line in hunk.old_lines)
+            new = "".join(f"+{line}" if line.endswith("\n") else f"+{line}\n" for line in hunk.new_lines)
+            self.context.add_rejection(hunk.path, old + new, reason)
 
     # -- review of an answer (worker thread) ---------------------------------------------------
     def review(self, run: AnswerRun) -> Review:

@@ -1,4 +1,4 @@
-"""The workstation's own settings: theme and key bindings, from the `[ui]` table.
+"""The workstation's own settings: theme and key bindings (`[ui]`), and the `[guards]` table.
 
 Read from the user's config (`<config dir>/config.toml`) then the project's `.spark.toml`
 (the same files as the profiles). The last theme picked in the app is remembered in the
@@ -28,6 +28,7 @@ class UiConfigError(CliError):
 class UiConfig:
     theme: str | None = None
     keys: dict[str, str] = field(default_factory=dict)  # binding id -> key(s), e.g. {"accept": "y"}
+    guards: dict = field(default_factory=dict)  # the raw [guards] table, validated by core.guards
     sources: list[Path] = field(default_factory=list)
 
 
@@ -43,11 +44,14 @@ def state_file() -> Path:
     return Path(user_state_dir(APP_NAME)) / "state.json"
 
 
-def _read_ui_table(path: Path) -> dict:
+def _read_toml(path: Path) -> dict:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise UiConfigError(f"{path}: not valid TOML: {exc}") from exc
+
+
+def _read_ui_table(path: Path, data: dict) -> dict:
     table = data.get("ui", {})
     if not isinstance(table, dict):
         raise UiConfigError(f"{path}: [ui] must be a table")
@@ -70,7 +74,12 @@ def load_ui_config(project_root: Path | None = None) -> UiConfig:
     for path in candidates:
         if not path.is_file():
             continue
-        table = _read_ui_table(path)
+        data = _read_toml(path)
+        table = _read_ui_table(path, data)
+        guards = data.get("guards", {})
+        if not isinstance(guards, dict):
+            raise UiConfigError(f"{path}: [guards] must be a table")
+        config.guards.update(guards)
         config.sources.append(path)
         config.theme = table.get("theme", config.theme)
         config.keys.update(table.get("keys", {}))

@@ -8,6 +8,7 @@ per frame, and runs diffing, detectors and disk work off the UI loop.
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 from rich.text import Text
@@ -53,16 +54,20 @@ class SparkApp(App):
         Binding("ctrl+r", "race", "Race", id="race", priority=True),
         Binding("ctrl+n", "fresh_context", "Fresh context", id="fresh_context", priority=True),
         Binding("ctrl+z", "undo", "Undo", id="undo", priority=True),
+        Binding("ctrl+o", "add_mentioned", "Add mentioned files", id="add_mentioned", priority=True),
         Binding("question_mark", "help", "Help", id="help"),
     ]
 
     def __init__(self, root: Path, core_url: str, *, profile: str = "spark", theme: str | None = None,
-                 keymap: dict[str, str] | None = None) -> None:
+                 keymap: dict[str, str] | None = None, guards: dict | None = None,
+                 add: list[str] | None = None, race_prompt: str | None = None) -> None:
         super().__init__()
         self.root = Path(root)
         self.core_url = core_url
         self.profile = profile
-        self.station = Workstation(self.root)
+        self.station = Workstation(self.root, guards=guards)
+        self._initial_files = list(add or [])
+        self._race_prompt = race_prompt
         self.workspace = self.station.workspace
         self.client = None
         self.answer: AnswerRun | None = None
@@ -73,6 +78,9 @@ class SparkApp(App):
         self._rebuild_needed = False
         self._rebuilding = False
         self._stop_watch = asyncio.Event()
+        self._offered: tuple[str, list[str]] | None = None
+        self._own_writes: dict[str, float] = {}  # path -> when we wrote it (the watcher sees it too)
+        self.settled = True  # False from a prompt until its answer is fully shown (tests wait on it)
         register_themes(self)
         self.theme = theme or DEFAULT_THEME
         if keymap:
@@ -82,7 +90,7 @@ class SparkApp(App):
     def compose(self) -> ComposeResult:
         with Horizontal(id="main"):
             yield DiffView(id="diff")
-            yield SidePanel(str(self.root), id="side")
+            yield SidePanel(self.root.name, id="side")
         yield Input(placeholder="Ask for a change, Enter to send (while streaming: Enter steers)", id="prompt")
         yield StatusBar(id="status")
         yield Footer()
@@ -93,6 +101,11 @@ class SparkApp(App):
         self.set_interval(FRAME_S, self._paint)
         self._connect()
         self._build_indexes()
+        if self._initial_files:
+            try:
+                self.station.context.add(self._initial_files)
+            except Exception as exc:
+                self.notify(str(exc), severity="error", timeout=10)
         self._watch()
 
     def watch_theme(self, theme: str) -> None:
@@ -120,6 +133,8 @@ class SparkApp(App):
         names = [p["name"] for p in self.client.profiles]
         if self.profile not in names:
             self.notify(f"unknown profile {self.profile!r}; the core offers {', '.join(names)}", severity="error")
+        if self._race_prompt:
+            await self.action_race(self._race_prompt)
 
     @work(thread=True, group="index")
     def _build_indexes(self) -> None:
@@ -131,11 +146,15 @@ class SparkApp(App):
         from core.workspace.watch import watch_tree
 
         panel = self.query_one(SidePanel)
-        async for batch in watch_tree(self.root, self._stop_watch):
+        async for batch in watch_tree(self.root, self._stop_watch, extra_ignore=[".spark/"]):
             changes = [(c.path, c.kind) for c in batch]
-            panel.add_changes(changes)
-            await asyncio.to_thread(self.station.on_file_changes, changes)
+            now = time.monotonic()
+            panel.add_changes([(p, "spark" if now - self._own_writes.get(p, -99) < 3 else k) for p, k in changes])
+            instruction = await asyncio.to_thread(self.station.on_file_changes, changes)
             await self._recheck_staleness()
+            if instruction and self._stream is None and self.client is not None:
+                self.notify("AI! comment found: sending it")
+                self._start_answer(instruction)
 
     async def _recheck_staleness(self) -> None:
         run = self.answer
@@ -157,19 +176,55 @@ class SparkApp(App):
             await self._stream.steer(prompt)
             self.notify(f"steering: {prompt}")
             return
+        if prompt.startswith("/"):
+            event.input.value = ""
+            await self._slash_command(prompt)
+            return
         if self.client is None:
             self.notify("not connected to the core yet", severity="warning")
             return
+        mentioned = await asyncio.to_thread(self.station.context.mentioned_paths, prompt)
+        if mentioned and self._offered != (prompt, mentioned):
+            self._offered = (prompt, mentioned)
+            self.notify(f"mentioned but not in the chat: {', '.join(mentioned)}. "
+                        "ctrl+o adds and sends; Enter sends without", timeout=8)
+            return
         event.input.value = ""
+        self._offered = None
         self._start_answer(prompt)
 
-    def _messages_for(self, prompt: str) -> list[dict]:
-        from core.edits.instructions import EDIT_FORMAT_SYSTEM_PROMPT
+    async def action_add_mentioned(self) -> None:
+        """Add the files the prompt mentions (the one-key offer), then send the prompt."""
+        prompt_input = self.query_one("#prompt", Input)
+        prompt = prompt_input.value.strip()
+        mentioned = await asyncio.to_thread(self.station.context.mentioned_paths, prompt) if prompt else []
+        if mentioned:
+            try:
+                await asyncio.to_thread(self.station.context.add, mentioned)
+            except Exception as exc:
+                self.notify(str(exc), severity="error")
+                return
+            self.notify(f"added {', '.join(mentioned)}")
+        self._update_context_meter()
+        if prompt and self.client is not None and self._stream is None:
+            prompt_input.value = ""
+            self._offered = None
+            self._start_answer(prompt)
 
-        return [
-            {"role": "system", "content": EDIT_FORMAT_SYSTEM_PROMPT},
-            {"role": "user", "content": prompt},
-        ]
+    async def _slash_command(self, line: str) -> None:
+        from core.context.commands import COMMANDS, parse_command, run_command
+
+        command = parse_command(line)
+        if command is None:
+            self.notify(f"unknown command {line.split()[0]}; known: "
+                        + " ".join(f"/{name}" for name in COMMANDS), severity="warning")
+            return
+        result = await asyncio.to_thread(run_command, self.station.context, command)
+        if command.name == "clear":
+            self.station.fresh_context()
+        diff = self.query_one(DiffView)
+        diff.set_notes(Text(result.text, style="" if result.ok else "red"))
+        self._update_context_meter()
 
     @work(exclusive=True, group="answer")
     async def _start_answer(self, prompt: str) -> None:
@@ -177,7 +232,7 @@ class SparkApp(App):
 
         self.last_prompt = prompt
         run = AnswerRun(self.workspace, prompt, self.profile)
-        self.answer, self.review = run, None
+        self.answer, self.review, self.settled = run, None, False
         diff = self.query_one(DiffView)
         diff.reset(Text(f"> {prompt}", style="bold"))
         diff.focus()
@@ -185,7 +240,9 @@ class SparkApp(App):
         status.streaming, status.tokens, status.note = True, 0, ""
         error = None
         try:
-            self._stream = await self.client.generate(self.profile, self._messages_for(prompt))
+            messages = await asyncio.to_thread(self.station.request, run)
+            self._update_context_meter()
+            self._stream = await self.client.generate(self.profile, messages)
             async for event in self._stream:
                 if isinstance(event, Info):
                     continue
@@ -194,6 +251,7 @@ class SparkApp(App):
                 self._dirty = True
             done = self._stream.done
             run.source = done.source if done else None
+            run.usage = done.usage if done else None
             run.finish(done.reason if done else None)
         except Exception as exc:  # a stream error ends this answer only
             error = str(exc)
@@ -206,8 +264,10 @@ class SparkApp(App):
         status.streaming = False
         if error:
             self.notify(f"stream failed: {error}", severity="error", timeout=8)
-        if self.review is not None:
-            self.station.record_review(self.review)
+        profile = self._profile_info(run.profile)
+        await asyncio.to_thread(self.station.answer_finished, run, self.review,
+                                chip=profile.get("chip"), model=profile.get("model"))
+        self._update_context_meter()
         self._after_stream(run)
 
     def _after_stream(self, run: AnswerRun) -> None:
@@ -230,6 +290,7 @@ class SparkApp(App):
             diff.select(0)
         diff.set_notes(notes)
         self._update_session_status()
+        self.settled = True
 
     def _request_rebuild(self) -> None:
         self._rebuild_needed = True
@@ -271,6 +332,7 @@ class SparkApp(App):
                 if hunk.path in stale_files and states.get(hunk.id) == "proposed":
                     states[hunk.id] = "stale"
         badges = self.review.badges() if self.review else {}
+        self.station.hunks_shown(run)
         self.query_one(DiffView).sync(run.hunks, states, badges)
         self.query_one(SidePanel).set_findings(
             [(f.severity, f.message) for f in (self.review.findings if self.review else [])])
@@ -292,6 +354,9 @@ class SparkApp(App):
         parts = []
         if score is not None:
             parts.append(f"slop {score:.1f}/100 lines")
+        growth = self.station.growth
+        if growth is not None and growth.added:
+            parts.append(f"growth +{growth.added} ({growth.state.share:.1%})")
         self.query_one(StatusBar).extra = "  ".join(parts)
 
     # -- decisions ---------------------------------------------------------------------------
@@ -300,11 +365,29 @@ class SparkApp(App):
         if run is None or not run.finished or not run.hunks or run.applied:
             return
         diff = self.query_one(DiffView)
-        if everything:
-            run.decide_all(accept)
-        elif diff.current_id is not None:
-            run.decide(diff.current_id, accept)
+        targets = run.undecided if everything else [diff.current_id] if diff.current_id else []
+        by_id = {h.id: h for h in run.hunks}
+        too_fast = []
+        for hunk_id in targets:
+            if run.state_of(hunk_id) != "proposed":
+                continue
+            unread = False
+            if accept:
+                # Review-dwell guard: an accept faster than reading asks once, then counts unread.
+                verdict = self.station.check_accept(hunk_id)
+                if not verdict.ok:
+                    too_fast.append((hunk_id, verdict))
+                    continue
+                unread = verdict.unread
+            run.decide(hunk_id, accept)
+            self.station.decided(run, by_id[hunk_id], accept, unread=unread)
+        if too_fast:
+            hunk_id, verdict = too_fast[0]
+            diff.select([h.id for h in run.hunks].index(hunk_id))
+            self.notify(f"{len(too_fast)} hunk(s) on screen {verdict.dwelt_s:.1f} s, reading takes "
+                        f"~{verdict.needed_s:.1f} s: press again to accept unread", severity="warning")
         self._sync_diff()
+        self.query_one(StatusBar).unread = self.station.dwell.unread_accepts
         undecided = run.undecided
         if undecided:
             diff.select([h.id for h in run.hunks].index(undecided[0]))
@@ -314,11 +397,15 @@ class SparkApp(App):
     @work(exclusive=True, group="apply")
     async def _apply(self, run: AnswerRun) -> None:
         accepted = len(run.accepted)
+        now = time.monotonic()  # before writing: the watcher reports our own writes quickly
+        self._own_writes.update({h.path: now for h in run.hunks if h.id in run.accepted})
         try:
             result = await asyncio.to_thread(run.apply)
         except Exception as exc:
             self.notify(f"nothing written: {exc}", severity="error", timeout=10)
             return
+        self.station.applied(run, result)
+        self._update_session_status()
         if result.written:
             self.notify(f"wrote {', '.join(result.written)}")
         for err in result.refused:
@@ -373,7 +460,30 @@ class SparkApp(App):
         return rows
 
     def action_fresh_context(self) -> None:
+        self.station.fresh_context()
+        self._update_context_meter()
         self.notify("fresh context: the conversation is cleared, files stay in the chat")
+
+    def _profile_info(self, name: str) -> dict:
+        for profile in (self.client.profiles if self.client else []):
+            if profile.get("name") == name:
+                return profile
+        return {}
+
+    def _update_context_meter(self) -> None:
+        from core.detectors.context_meter import ContextMeter
+
+        tokens, window, estimated = self.station.context_tokens()
+        state = ContextMeter(window).update(tokens, estimated=estimated)
+        self.query_one(StatusBar).context = state
+        lines = Text(f"{tokens:,} / {window:,} tokens ({state.percent:.0f}%) {state.band}")
+        if estimated:
+            lines.append(" est.", style="dim")
+        for chat_file in self.station.context.files:
+            lines.append(f"\n  {chat_file.path}" + (" (read-only)" if chat_file.read_only else ""))
+        self.query_one(SidePanel).set_context(lines)
+        if state.warning:
+            self.notify(state.warning, severity="warning")
 
     @work(exclusive=True, group="apply")
     async def action_undo(self) -> None:
@@ -389,8 +499,44 @@ class SparkApp(App):
             return
         self.notify(f"undid the last accepted change ({', '.join(getattr(result, 'written', []) or [])})")
 
-    def action_race(self) -> None:
-        self.notify("race: type a prompt first", severity="warning")
+    async def action_race(self, prompt: str | None = None) -> None:
+        """Same prompt to Spark and Base side by side; the answer taken lands in the main loop."""
+        from tui.screens.race import RaceScreen
+
+        prompt_input = self.query_one("#prompt", Input)
+        prompt = (prompt or prompt_input.value.strip() or self.last_prompt).strip()
+        if not prompt or self.client is None:
+            self.notify("race: type a prompt first", severity="warning")
+            return
+        if self._stream is not None:
+            self.notify("an answer is streaming: escape stops it first", severity="warning")
+            return
+        prompt_input.value = ""
+        names = [p["name"] for p in self.client.profiles]
+        pair = ("spark", "base") if {"spark", "base"} <= set(names) else tuple(names[:2])
+        if len(pair) < 2:
+            self.notify("a race needs two profiles", severity="warning")
+            return
+        messages, report = await asyncio.to_thread(self.station.context.build_request, prompt)
+        self.push_screen(RaceScreen(self.client, prompt, messages, pair), self._race_taken)
+
+    def _race_taken(self, result) -> None:
+        if result is not None:
+            self._adopt_answer(result.profile, result.prompt, result.text)
+
+    @work(exclusive=True, group="answer")
+    async def _adopt_answer(self, profile: str, prompt: str, text: str) -> None:
+        """Load an answer produced elsewhere (race, variations) into the accept/reject loop."""
+        run = AnswerRun(self.workspace, prompt, profile)
+        self.answer, self.review, self.settled = run, None, False
+        self.last_prompt = prompt
+        self.query_one(DiffView).reset(Text(f"> {prompt}  (taken from {profile})", style="bold"))
+        run.feed(text, 0)
+        run.finish("stop")
+        await self._rebuild_now()
+        await asyncio.to_thread(self.station.answer_finished, run, self.review)
+        self.query_one(DiffView).focus()
+        self._after_stream(run)
 
     async def on_unmount(self) -> None:
         self._stop_watch.set()

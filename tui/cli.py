@@ -23,6 +23,7 @@ SUBCOMMANDS: dict[str, str] = {
     "apply": "core.edits.cli",
     "undo": "core.workspace.cli",
     "context": "core.context.cli",
+    "race": "tui.race_command",
     "report": "core.report.cli",
 }
 

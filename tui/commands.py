@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 from pathlib import Path
 
 from core.cli_support import CliError
@@ -10,16 +11,18 @@ from core.cli_support import CliError
 
 def _add_app_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profile", default="spark", help="profile to start with (spark, base, ...)")
-    parser.add_argument("--theme", default=None, help="theme name")
+    parser.add_argument("--theme", default=None, help="theme name (charcoal, wafer, paper, or a Textual theme)")
     parser.add_argument("--core", default=None, metavar="URL", help="use a running core (ws://HOST:PORT)")
+    parser.add_argument("--config", default=None, type=Path, metavar="FILE", help="config file for the embedded core")
     parser.add_argument("--record", default=None, type=Path, metavar="DIR", help="record live answers as cassettes")
+    parser.add_argument("--add", action="append", default=[], metavar="PATH", help="put a file in the chat (repeatable)")
 
 
 def app_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="spark",
         description="sparkstation: a terminal workstation for very fast coding models. "
-        "Subcommands: demo, core, hw, dups, slop, apply, undo, context.",
+        "Subcommands: demo, race, core, hw, dups, slop, apply, undo, context, report.",
     )
     parser.add_argument("path", nargs="?", default=".", type=Path, help="project folder (default: .)")
     _add_app_options(parser)
@@ -36,22 +39,63 @@ def run_app_from_argv(argv: list[str]) -> int:
     return open_workstation(root.resolve(), args)
 
 
-def open_workstation(root: Path, args: argparse.Namespace) -> int:
+async def _probe_core(url: str, profile: str) -> None:
+    from core.client import CoreClient
+
+    try:
+        client = await CoreClient.connect(url, reconnect=False, timeout=3.0)
+    except Exception as exc:
+        raise CliError(f"the core at {url} does not answer: {exc}") from None
+    names = [p["name"] for p in client.profiles]
+    await client.close()
+    if profile not in names:
+        raise CliError(f"unknown profile {profile!r}; the core at {url} offers: {', '.join(names)}")
+
+
+def prepare_launch(root: Path, args: argparse.Namespace) -> dict:
+    """Validate everything the user typed before the screen takes over (clear errors, no tracebacks)."""
+    from core.ui_config import load_ui_config, pick_theme
+    from themes import DEFAULT_THEME
+
+    ui = load_ui_config(root)
+    from textual.app import App
+
+    from themes import THEMES
+
+    available = set(THEMES) | set(App().available_themes)
+    theme = pick_theme(args.theme, ui, available, DEFAULT_THEME)
+    if args.core is None:
+        from core.profiles import load_config
+
+        config = load_config(config_file=args.config, project_root=root)
+        if args.profile not in config.profiles:
+            raise CliError(f"unknown profile {args.profile!r}; configured: {', '.join(config.profiles)}")
+    else:
+        asyncio.run(_probe_core(args.core, args.profile))
+    return {"theme": theme, "keymap": ui.keys, "guards": ui.guards}
+
+
+def open_workstation(root: Path, args: argparse.Namespace, *, race_prompt: str | None = None) -> int:
     """Start (or reach) the core, then run the app until the user quits."""
     from tui.app import SparkApp
 
+    launch = prepare_launch(root, args)
     core = None
     url = args.core
     if url is None:
         from core.embedded import EmbeddedCore
 
-        core = EmbeddedCore(project_root=root, record_dir=args.record)
+        core = EmbeddedCore(project_root=root, config_file=args.config, record_dir=args.record)
         try:
             url = core.start()
+        except CliError:
+            raise
         except Exception as exc:
             raise CliError(f"cannot start the inference core: {exc}") from exc
     try:
-        SparkApp(root, url, profile=args.profile, theme=args.theme).run()
+        app = SparkApp(root, url, profile=args.profile, theme=launch["theme"], keymap=launch["keymap"],
+                       guards=launch["guards"], add=args.add, race_prompt=race_prompt)
+        app.run()
     finally:
         if core is not None:
             core.stop()

@@ -7,13 +7,12 @@ from tui.app import SparkApp
 from tui.widgets.diff_view import DiffView, HunkView
 
 
-async def _ask(pilot, app: SparkApp, prompt: str) -> None:
+async def _ask(pilot, app: SparkApp, prompt: str, *, send_key: str = "enter") -> None:
     await wait_for(pilot, lambda: app.client is not None, what="core connection")
     await pilot.click("#prompt")
     await pilot.press(*prompt)
-    await pilot.press("enter")
-    await wait_for(pilot, lambda: app.answer is not None and app.answer.finished and app.answer.proposal is not None,
-                   what="the answer to finish streaming")
+    await pilot.press(send_key)
+    await wait_for(pilot, lambda: app.answer is not None and app.settled, what="the answer to finish streaming")
 
 
 async def test_accept_writes_the_file(demo_root, core_url):
@@ -39,7 +38,14 @@ async def test_reject_leaves_the_tree_untouched(demo_root, core_url):
     files = {p: p.read_bytes() for p in demo_root.rglob("*.py")}
     app = SparkApp(demo_root, core_url)
     async with app.run_test(size=(140, 45)) as pilot:
-        await _ask(pilot, app, "add docstrings to the functions in report.py")
+        # report.py is named in the prompt: Enter offers it, ctrl+o adds it and sends
+        await wait_for(pilot, lambda: app.client is not None, what="core connection")
+        await pilot.click("#prompt")
+        await pilot.press(*"add docstrings to the functions in report.py")
+        await pilot.press("enter")
+        assert app.answer is None, "the first Enter only offers the mentioned file"
+        await _ask(pilot, app, "", send_key="ctrl+o")
+        assert [f.path for f in app.station.context.files] == ["invoicer/report.py"]
         assert len(app.answer.hunks) >= 2
         while app.answer.undecided:
             await pilot.press("r")

@@ -47,32 +47,63 @@ def tmux(tmp_path):
     subprocess.run([*session.base, "kill-server"], capture_output=True)
 
 
-def test_demo_prompt_accept_in_tmux(tmp_path, tmux):
+def _launch(tmux: Tmux, tmp_path: Path) -> Path:
     demo = tmp_path / "demo"
     env = {
         "HOME": str(tmp_path / "home"),
-        "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+        "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
+        "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
         "TERM": "xterm-256color",
         "PATH": os.environ.get("PATH", ""),
         "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
     }
-    command = " ".join(
+    # COLUMNS/LINES can leak into the pane from the test runner; the pane's real size must win
+    command = "unset COLUMNS LINES; exec env " + " ".join(
         [*(f"{k}={v!s}" for k, v in env.items()), sys.executable, "-m", "tui.cli", "demo", "--dir", str(demo)]
     )
-    tmux("new-session", "-d", "-s", tmux.name, "-x", "160", "-y", "48", command)
+    tmux("-f", "/dev/null", "new-session", "-d", "-s", tmux.name, "-x", "160", "-y", "48", command)
+    tmux("resize-window", "-t", tmux.name, "-x", "160", "-y", "48")
     tmux.wait_for("core: connected")
-    target = demo / "invoicer" / "report.py"
-    before = target.read_text()
+    return demo
 
+
+def _wait_file(path: Path, before: str, timeout: float = 15) -> str:
+    deadline = time.monotonic() + timeout
+    while path.read_text() == before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return path.read_text()
+
+
+def test_prompt_hunk_by_hunk_race_and_theme_in_tmux(tmp_path, tmux):
+    demo = _launch(tmux, tmp_path)
+    report = demo / "invoicer" / "report.py"
+    tests = demo / "tests" / "test_report.py"
+    report_before, tests_before = report.read_text(), tests.read_text()
+
+    # 1. prompt -> streamed diff -> hunk by hunk: accept the first, reject the other two
     tmux("send-keys", "-t", tmux.name, "-l", "format_money should show negative amounts in parentheses")
     tmux("send-keys", "-t", tmux.name, "Enter")
     screen = tmux.wait_for("hunk(s)")
-    assert "report.py" in screen and "proposed" in screen
+    assert "invoicer/report.py" in screen and "[proposed]" in screen
+    time.sleep(1.5)  # read the hunks: the review-dwell guard lets a reader through
+    tmux("send-keys", "-t", tmux.name, "a")
+    tmux.wait_for("[accepted]")
+    tmux("send-keys", "-t", tmux.name, "r")
+    tmux("send-keys", "-t", tmux.name, "r")
+    after = _wait_file(report, report_before)
+    assert "({-amount:,.2f})" in after
+    assert tests.read_text() == tests_before, "rejected hunks never reach the disk"
+    tmux.wait_for("1 accepted, 2 rejected")
 
-    tmux("send-keys", "-t", tmux.name, "A")
-    deadline = time.monotonic() + 15
-    while target.read_text() == before and time.monotonic() < deadline:
+    # 2. theme switch from the command palette, remembered for the next start
+    tmux("send-keys", "-t", tmux.name, "C-p")
+    time.sleep(0.5)
+    tmux("send-keys", "-t", tmux.name, "-l", "Theme: paper")
+    time.sleep(0.5)
+    tmux("send-keys", "-t", tmux.name, "Enter")
+    state = tmp_path / "xdg-state" / "sparkstation" / "state.json"
+    deadline = time.monotonic() + 10
+    while not (state.exists() and "paper" in state.read_text()) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert "({-amount:,.2f})" in target.read_text()
-    screen = tmux.wait_for("accepted")
+    assert "paper" in state.read_text()
     tmux("send-keys", "-t", tmux.name, "C-q")

@@ -50,13 +50,15 @@ def lane_stats(race: Race, lane: Lane, now: float) -> Text:
         text.append("model: no prediction for this profile", style="dim")
         return text
     secs, exact = race.predicted_finish_s(lane)
+    tokens = race.expected_tokens(lane)
     text.append("model ", style="dim")
     text.append(f"{'' if exact else '>= '}{_secs(secs)}", style="bold")
-    text.append(f"  ({pred.ttft_ms or 0:,.0f} ms + tokens @ {pred.tokens_per_s:,.0f} tok/s"
-                f"{', ' + pred.basis if pred.basis else ''})", style="dim")
+    count = f"{tokens:,} tok" if exact and tokens is not None else f"{lane.stats.tokens:,} tok so far"
+    text.append(f" = {pred.ttft_ms or 0:,.0f} ms + {count} @ {pred.tokens_per_s:,.0f}/s",
+                style="dim")
     if lane.completed and secs:
         off = (lane.elapsed_s(now) - secs) / secs * 100
-        text.append(f"  actual {off:+.0f}%", style="italic")
+        text.append(f"  (actual {off:+.0f}%)", style="italic")
     return text
 
 
@@ -82,7 +84,7 @@ class RacePane(Vertical, can_focus=True):
     RacePane:focus { border: round $accent; }
     RacePane.-winner { border: round $success; }
     RacePane.-winner:focus { border: double $success; }
-    RacePane > .race-stats { height: 2; margin-bottom: 1; }
+    RacePane > .race-stats { height: auto; margin-bottom: 1; }
     RacePane > VerticalScroll { height: 1fr; }
     """
 

@@ -13,7 +13,7 @@ MAX_CHANGES = 12
 
 class SidePanel(VerticalScroll):
     DEFAULT_CSS = """
-    SidePanel { width: 44; border: round $panel; padding: 0 1; }
+    SidePanel { width: 30%; max-width: 48; min-width: 24; border: round $panel; padding: 0 1; }
     SidePanel > .title { text-style: bold; color: $accent; margin-top: 1; }
     """
 
@@ -38,7 +38,7 @@ class SidePanel(VerticalScroll):
         del self._changes[MAX_CHANGES:]
         text = Text()
         for stamp, kind, path in self._changes:
-            style = {"added": "green", "deleted": "red"}.get(kind, "yellow")
+            style = {"added": "green", "deleted": "red", "spark": "cyan"}.get(kind, "yellow")
             text.append(time.strftime("%H:%M:%S ", time.localtime(stamp)), style="dim")
             text.append(f"{kind[:3]} ", style=style)
             text.append(f"{path}\n")

@@ -21,6 +21,8 @@ class StatusBar(Static):
     streaming: reactive[bool] = reactive(False)
     note: reactive[str] = reactive("")
     extra: reactive[str] = reactive("")
+    context = reactive(None)  # a ContextMeter state: percent, band, warning
+    unread: reactive[int] = reactive(0)
 
     def render(self) -> Text:
         text = Text()
@@ -33,8 +35,17 @@ class StatusBar(Static):
         ttft = f"TTFT {self.ttft_ms:,.0f} ms" if self.ttft_ms is not None else "TTFT -"
         live = " (streaming)" if self.streaming else ""
         text.append(f"  {rate}  {ttft}  {self.tokens} tok{live}")
-        if self.extra:
-            text.append(f"  {self.extra}")
         if self.note:
             text.append(f"  {self.note}", style="italic")
+        if self.context is not None:
+            band_style = {"sharp": "green", "good": "cyan", "compaction likely": "yellow"}.get(
+                self.context.band, "bold red")
+            filled = min(10, round(self.context.percent / 10))
+            text.append("  ctx ")
+            text.append("█" * filled + "░" * (10 - filled), style=band_style)
+            text.append(f" {self.context.percent:.0f}%", style=band_style)
+        if self.unread:
+            text.append(f"  {self.unread} unread accept(s)", style="bold yellow")
+        if self.extra:
+            text.append(f"  {self.extra}")
         return text
