@@ -176,6 +176,7 @@ class ChatContext:
                                 tree_files=self.repo_map.all_files)
         self.history: list[Turn] = []
         self.rejections: list[Rejection] = []
+        self._sent: list[Rejection] | None = None  # rejections the last request carried
         self.last_usage: dict[str, Any] | None = None
 
     # -- files ---------------------------------------------------------------------------
@@ -228,9 +229,18 @@ class ChatContext:
 
     # -- conversation ------------------------------------------------------------------
     def record_exchange(self, prompt: str, answer: str, usage: dict | None = None) -> None:
-        """Append a finished exchange; pending rejection feedback was sent with it."""
-        self.history.append(Turn(self._with_feedback(prompt), answer, usage))
-        self.rejections.clear()
+        """Append a finished exchange with the feedback that was sent with it.
+
+        Only rejections that the last `build_request` sent are consumed: ones added while
+        the user reviews this answer stay pending for the next request, whichever order
+        the app records and reviews in.
+        """
+        sent = list(self.rejections) if self._sent is None else [
+            r for r in self._sent if r in self.rejections]
+        self.history.append(Turn(_with_feedback(sent, prompt), answer, usage))
+        for r in sent:
+            self.rejections.remove(r)
+        self._sent = None
         if usage:
             self.last_usage = dict(usage)
 
@@ -242,6 +252,7 @@ class ChatContext:
         """Fresh context: forget the conversation and pending feedback, keep the files."""
         self.history.clear()
         self.rejections.clear()
+        self._sent = None
         self.last_usage = None
 
     def prompt_for_ai_comments(self, rel_path: str) -> str | None:
@@ -276,7 +287,7 @@ class ChatContext:
 
         system_msg = {"role": "system",
                       "content": EDIT_FORMAT_SYSTEM_PROMPT.rstrip() + "\n\n" + CONTEXT_RULES}
-        final_msg = {"role": "user", "content": self._with_feedback(prompt)}
+        final_msg = {"role": "user", "content": _with_feedback(self.rejections, prompt)}
         files_msgs = _pair(FILES_INTRO + _render_files(editable)) if editable else []
         fixed = {
             "system": _tokens([system_msg]),
@@ -354,6 +365,7 @@ class ChatContext:
         ]
         report = ContextReport(self.window, self.reserve, sections, trimmed,
                                last_usage=self.last_usage)
+        self._sent = list(self.rejections)
         if not report.fits:
             raise ContextOverflow(
                 f"the request needs {report.total:,} tokens but {budget:,} fit "
@@ -370,16 +382,18 @@ class ChatContext:
         except ContextOverflow as exc:
             return exc.report
 
-    def _with_feedback(self, prompt: str) -> str:
-        if not self.rejections:
-            return prompt
-        parts = ["The user rejected these changes from your last answer:"]
-        for r in self.rejections:
-            reason = r.reason.strip() if r.reason and r.reason.strip() else "no reason given"
-            fence = _fence(r.hunk_text)
-            parts.append(f"\n{r.path} (reason: {reason})\n{fence}\n{r.hunk_text.rstrip()}\n{fence}")
-        parts.append("\nDo not propose them again; take the reasons into account.\n")
-        return "\n".join(parts) + "\n" + prompt
+
+def _with_feedback(rejections: list[Rejection], prompt: str) -> str:
+    """The prompt, preceded by what the user rejected from the last answer and why."""
+    if not rejections:
+        return prompt
+    parts = ["The user rejected these changes from your last answer:"]
+    for r in rejections:
+        reason = r.reason.strip() if r.reason and r.reason.strip() else "no reason given"
+        fence = _fence(r.hunk_text)
+        parts.append(f"\n{r.path} (reason: {reason})\n{fence}\n{r.hunk_text.rstrip()}\n{fence}")
+    parts.append("\nDo not propose them again; take the reasons into account.\n")
+    return "\n".join(parts) + "\n" + prompt
 
 
 def _default_map_tokens(window: int) -> int:

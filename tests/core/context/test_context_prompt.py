@@ -181,3 +181,15 @@ def test_ai_comment_puts_the_file_in_the_chat_and_asks_to_remove_the_comment(pro
     messages, _ = ctx.build_request(prompt)
     assert messages[-1]["content"] == prompt
     assert ctx.prompt_for_ai_comments("app/report.py") is None
+
+
+def test_rejections_made_while_reviewing_wait_for_the_next_request(project: Path):
+    ctx = ChatContext(project, 32000)
+    ctx.add(["app/dates.py"])
+    ctx.add_rejection("app/dates.py", "-a\n+b", "first")
+    ctx.build_request("second try")  # carries "first"
+    ctx.add_rejection("app/dates.py", "-c\n+d", "during review")  # of the answer streaming now
+    ctx.record_exchange("second try", "answer", None)
+    assert "first" in ctx.history[-1].prompt and "during review" not in ctx.history[-1].prompt
+    messages, _ = ctx.build_request("third try")
+    assert "during review" in messages[-1]["content"] and "first" not in messages[-1]["content"]
