@@ -156,10 +156,15 @@ def _replace_expr(root: ast.AST, old: ast.expr, new: ast.expr) -> None:
                         return
 
 
-def candidate_functions(paths: list[Path], base: Path) -> list[tuple[str, str, str, ast.AST]]:
-    """(rel path, symbol, exact source text, node) of every indexable function."""
-    out = []
+def candidate_functions(
+    paths: list[Path], base: Path, enough: int | None = None
+) -> list[tuple[str, str, str, ast.AST]]:
+    """(rel path, symbol, exact source text, node) of indexable functions, reading the
+    files in the order given until `enough` are found (all when None)."""
+    out: list[tuple[str, str, str, ast.AST]] = []
     for path in paths:
+        if enough is not None and len(out) >= enough:
+            break
         text = path.read_text(encoding="utf-8", errors="replace")
         lines = text.splitlines(keepends=True)
         try:
@@ -185,7 +190,11 @@ def build_cases(n_per_type: int = 150, seed: int = 11) -> tuple[list[Path], list
     indexed, held = split_modules()
     base = indexed[0].parent
     rng = random.Random(seed)
-    pool = candidate_functions(indexed, base)
+    # files in a seeded order, read until there are 4x the functions needed: a spread
+    # over many modules without fingerprinting the whole library for a small set
+    order = list(indexed)
+    rng.shuffle(order)
+    pool = candidate_functions(order, base, enough=12 * n_per_type)
     rng.shuffle(pool)
     cases: list[Case] = []
     for kind_i, kind in enumerate(("type1", "type2", "type3")):
@@ -203,7 +212,9 @@ def build_cases(n_per_type: int = 150, seed: int = 11) -> tuple[list[Path], list
                         rename(func, rng)
                 src = ast.unparse(func)
             cases.append(Case(kind, "import os\n\n\n" + src + "\n", (rel, symbol)))
-    negatives = candidate_functions(held, base)
+    order = list(held)
+    rng.shuffle(order)
+    negatives = candidate_functions(order, base, enough=4 * n_per_type)
     rng.shuffle(negatives)
     for _rel, _symbol, text, _node in negatives[:n_per_type]:
         cases.append(Case("negative", "import os\n\n\n" + text + "\n", None))
@@ -246,13 +257,14 @@ def evaluate(index, cases: list[Case]) -> Scores:
     )
 
 
-def run(n_per_type: int = 150) -> Scores:
+def run(n_per_type: int = 150, built: tuple[list[Path], list[Case]] | None = None) -> Scores:
+    """Index the indexed half in a temporary folder and evaluate the cases on it."""
     import shutil
     import tempfile
 
     from core.detectors.duplicates import DuplicateIndex
 
-    indexed, cases = build_cases(n_per_type)
+    indexed, cases = built if built is not None else build_cases(n_per_type)
     with tempfile.TemporaryDirectory() as tmp:
         for path in indexed:
             shutil.copy(path, Path(tmp) / path.name)
