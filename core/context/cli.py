@@ -26,8 +26,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--read", action="extend", nargs="+", default=[], metavar="FILE",
                    help="read-only reference files (repeatable)")
     p.add_argument("--prompt", default="", help="the request text (default: empty)")
-    p.add_argument("--window", type=int, default=DEFAULT_WINDOW,
-                   help=f"the profile's context window in tokens (default {DEFAULT_WINDOW})")
+    p.add_argument("--window", type=int, default=None,
+                   help="the context window in tokens (default: the profile's, else "
+                        f"{DEFAULT_WINDOW})")
+    p.add_argument("--profile", default=None,
+                   help="take the window from this profile of your config (e.g. spark, base)")
     p.add_argument("--reserve", type=int, default=None,
                    help="tokens kept free for the answer (default: window/8, at most 8192)")
     p.add_argument("--messages", action="store_true",
@@ -45,12 +48,13 @@ def run(args: argparse.Namespace) -> int:
     root = Path(args.path)
     if not root.is_dir():
         raise CliError(f"{args.path}: not a folder")
-    if args.window < 1024:
-        raise CliError(f"--window {args.window}: too small (at least 1024 tokens)")
-    if args.reserve is not None and not 0 <= args.reserve < args.window:
+    window = args.window if args.window is not None else _profile_window(args.profile, root)
+    if window < 1024:
+        raise CliError(f"--window {window}: too small (at least 1024 tokens)")
+    if args.reserve is not None and not 0 <= args.reserve < window:
         raise CliError(f"--reserve {args.reserve}: must be between 0 and the window")
     try:
-        ctx = ChatContext(root, args.window, reserve=args.reserve)
+        ctx = ChatContext(root, window, reserve=args.reserve)
         if args.add:
             ctx.add(args.add)
         if args.read:
@@ -76,3 +80,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"spark: {error}", file=sys.stderr)
         return 1
     return 0
+
+
+def _profile_window(name: str | None, root: Path) -> int:
+    """The named profile's context window (user config, then the project's .spark.toml)."""
+    if name is None:
+        return DEFAULT_WINDOW
+    from core.profiles import load_config
+
+    profiles = load_config(project_root=root).profiles  # ConfigError is a CliError
+    if name not in profiles:
+        raise CliError(f"--profile {name}: no such profile (known: {', '.join(sorted(profiles))})")
+    return profiles[name].context_window

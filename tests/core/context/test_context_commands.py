@@ -86,3 +86,17 @@ def test_spark_context_overflow_still_prints_the_report(project: Path, capsys):
     doc = json.loads(captured.out)
     assert code == 1 and doc["fits"] is False and "/drop" in doc["error"]
     assert "/drop" in captured.err
+
+
+def test_spark_context_takes_the_window_from_a_profile(project: Path, capsys, monkeypatch,
+                                                       tmp_path: Path):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config-home"))
+    (project / ".spark.toml").write_text(
+        '[profiles.tiny]\nbackend = "replay"\ntokens_per_s = 1000.0\ncontext_window = 8192\n')
+    assert main(["context", str(project), "--profile", "tiny", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["window"] == 8192
+    assert main(["context", str(project), "--profile", "tiny", "--window", "16000",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["window"] == 16000
+    assert main(["context", str(project), "--profile", "nope"]) == 2
+    assert "no such profile" in capsys.readouterr().err
