@@ -218,6 +218,10 @@ class ChatContext:
                 found.append(hit)
         return found
 
+    def tree_files(self) -> list[str]:
+        """Every file of the tree (ignored ones left out), for the app's fuzzy file picker."""
+        return sorted(self.repo_map.all_files())
+
     def warm(self) -> None:
         """Build the repo map now (call it from a worker thread at startup) so the first
         prompt does not wait for the tree to be scanned."""

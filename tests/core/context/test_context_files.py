@@ -103,3 +103,9 @@ def test_mentioned_paths_are_offered_when_in_the_tree_and_not_in_the_chat(projec
               "README.md; ignore missing.py, secret.log and __init__.py.")
     assert ctx.mentioned_paths(prompt) == ["app/dates.py", "app/invoices.py", "README.md",
                                            "app/__init__.py"]
+
+
+def test_tree_files_for_the_picker_leave_out_ignored_files(project: Path):
+    files = ChatContext(project, 32000).tree_files()
+    assert "app/dates.py" in files and "web/widget.js" in files
+    assert "secret.log" not in files and files == sorted(files)
