@@ -12,6 +12,7 @@ The target from issue 10: the standard library maps within a budget in under 2 s
 from __future__ import annotations
 
 import ast
+import os
 import shutil
 import sysconfig
 import tempfile
@@ -86,8 +87,10 @@ def main() -> None:
           f"{result.tokens} tokens, {len(result.entries)} lines")
     print(f"  = {cold_w / ast_w:.2f}x the time of ast.parse of every file, "
           f"{cold_w / read_w:.1f}x the time to read them")
-    print(f"  target < {TARGET_S:.1f} s: {'met' if cold_w < TARGET_S else 'MISSED'} "
-          f"(wall; cpu {cold_c:.2f} s)")
+    load = os.getloadavg()[0]
+    print(f"  target < {TARGET_S:.1f} s: wall {'met' if cold_w < TARGET_S else 'MISSED'}, "
+          f"cpu {'met' if cold_c < TARGET_S else 'MISSED'} (load average {load:.1f} on "
+          f"{os.cpu_count()} cores; wall exceeds cpu when other work shares them)")
     print(f"warm render, new prompt       {warm_w:7.3f} s wall {warm_c:7.3f} s cpu  "
           f"= {warm_w / cold_w:.2f}x cold "
           f"({warm.tokens} tokens)")
