@@ -41,6 +41,7 @@ class EmbeddedCore:
         failure: list[BaseException] = []
 
         async def main() -> None:
+            self._loop = asyncio.get_running_loop()
             self._stop = asyncio.Event()
             self._server = CoreServer(engine, host="127.0.0.1", port=0)
             try:
@@ -56,11 +57,8 @@ class EmbeddedCore:
                 await self._server.stop()
 
         def thread_main() -> None:
-            self._loop = asyncio.new_event_loop()
-            try:
-                self._loop.run_until_complete(main())
-            finally:
-                self._loop.close()
+            # asyncio.run also cancels leftover tasks and closes async generators
+            asyncio.run(main())
 
         self._thread = threading.Thread(target=thread_main, name="spark-core", daemon=True)
         self._thread.start()

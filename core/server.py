@@ -164,7 +164,9 @@ class CoreServer:
         self._server = await serve(self._handler, self.host, self.port,
                                    process_request=self._process_request,
                                    compression=None, max_size=TRANSPORT_MAX_BYTES,
-                                   ping_interval=20, ping_timeout=20)
+                                   ping_interval=20, ping_timeout=20,
+                                   # a client whose loop is gone must not hold up shutdown
+                                   close_timeout=0.25)
         sock = next(iter(self._server.sockets))
         self.port = sock.getsockname()[1]
         host = f"[{self.host}]" if ":" in self.host else self.host

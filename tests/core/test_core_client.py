@@ -79,3 +79,28 @@ def test_embedded_core_bad_config_is_clear(tmp_path, monkeypatch):
     (tmp_path / ".spark.toml").write_text("[profiles.spark]\nspeed = 3\n")
     with pytest.raises(ConfigError, match=r"\.spark\.toml: profile 'spark': unknown field 'speed'"):
         EmbeddedCore(project_root=tmp_path).start()
+
+
+def test_embedded_stop_is_quick_when_the_app_loop_is_gone(tmp_path, monkeypatch):
+    """The app may exit without closing its client; `spark` must still quit promptly."""
+    import time
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    core = EmbeddedCore(config_file=write_config(tmp_path, tokens_per_s=50))
+    url = core.start()
+    loop = asyncio.new_event_loop()
+
+    async def leave_open():
+        client = await CoreClient.connect(url)
+        stream = await client.generate("fast", USER)
+        events = stream.__aiter__()
+        await events.__anext__()
+        return client, events
+
+    client, events = loop.run_until_complete(leave_open())
+    t = time.perf_counter()
+    core.stop()
+    assert time.perf_counter() - t < 2.0
+    loop.run_until_complete(client.close())  # tidy up the abandoned loop for pytest
+    loop.run_until_complete(events.aclose())
+    loop.close()
