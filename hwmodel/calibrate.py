@@ -6,11 +6,12 @@ Measured lines (JSONL), as in the issue:
 optional: precision, kv_precision, chips.
 
 The physics (work.py) turns each point into seconds-at-peak; the duration is linear in
-theta = (1/mem_eff, 1/compute_eff, layer_us, prefill_layer_us, step_us, prefill_step_us) once each point's
+theta = (1/mem_eff, 1/compute_eff, layer_us, prefill_layer_us, step_us, prefill_step_us, 1/kv_eff) once each point's
 branches (memory or compute; host or device for prefill) are known, so we alternate: pick branches with the current
 theta, solve a weighted least-squares for theta, repeat. Residuals are relative (a 10% miss on
 a 2 ms step counts as much as on a 500 ms prefill), and a weak prior pulls each term toward the
-spec default so that four points (two decode, two prefill) determine six terms sensibly.
+spec default so that four points (two decode, two prefill) determine seven terms sensibly (terms the points cannot
+see, such as kv_eff without a long-context or large-batch point, stay at their defaults).
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ def point_work(point: Point, chip: ChipSpec | None = None) -> tuple[ChipSpec, Wo
 
 def _theta0(chip: ChipSpec) -> list[float]:
     return [1 / chip.mem_eff, 1 / chip.compute_eff, chip.layer_us, chip.prefill_layer_us, chip.step_us,
-            chip.prefill_step_us]
+            chip.prefill_step_us, 1 / (chip.kv_eff or chip.mem_eff)]
 
 
 def _terms(theta) -> dict[str, float]:
@@ -110,6 +111,7 @@ def _terms(theta) -> dict[str, float]:
         "prefill_layer_us": float(theta[3]),
         "step_us": float(theta[4]),
         "prefill_step_us": float(theta[5]),
+        "kv_eff": float(1 / theta[6]),
     }
 
 
@@ -117,7 +119,7 @@ def _rows(points: list[Point], works: list[Work], theta, theta0):
     """Design matrix and targets (relative units) for the branches `theta` selects."""
     rows, target = [], []
     for p, w in zip(points, works):
-        memory_branch = w.mem_s * theta[0] >= w.compute_s * theta[1]
+        memory_branch = w.mem_s * theta[0] + w.kv_s * theta[6] >= w.compute_s * theta[1]
         device = [
             (w.mem_s if memory_branch else 0.0) + w.elem_s,
             0.0 if memory_branch else w.compute_s,
@@ -125,10 +127,11 @@ def _rows(points: list[Point], works: list[Work], theta, theta0):
             0.0,
             1e-6,
             0.0,
+            w.kv_s if memory_branch else 0.0,
         ]
         row = device
         if w.phase == "prefill":
-            host = [0.0, 0.0, 0.0, w.layers * 1e-6, 0.0, 1e-6]
+            host = [0.0, 0.0, 0.0, w.layers * 1e-6, 0.0, 1e-6, 0.0]
             dev_s = sum(a * b for a, b in zip(device, theta)) + w.comm_s
             if sum(a * b for a, b in zip(host, theta)) > dev_s:
                 row = host
@@ -136,7 +139,7 @@ def _rows(points: list[Point], works: list[Work], theta, theta0):
         rows.append([v / t for v in row])
         target.append((t - (w.comm_s if row is device else 0.0)) / t)
     for i, v in enumerate(theta0):
-        prior = [0.0] * 6
+        prior = [0.0] * 7
         prior[i] = PRIOR_WEIGHT / v
         rows.append(prior)
         target.append(PRIOR_WEIGHT)
@@ -154,7 +157,8 @@ def _alternate(points: list[Point], works: list[Work], theta0, start):
         # efficiencies cannot exceed 1 and overheads cannot be negative
         new[0] = max(new[0], 1.0)
         new[1] = max(new[1], 1.0)
-        new[2:] = np.maximum(new[2:], 0.0)
+        new[6] = max(new[6], 1.0)
+        new[2:6] = np.maximum(new[2:6], 0.0)
         done = np.allclose(new, theta, rtol=1e-9)
         theta = new
         if done:

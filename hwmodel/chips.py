@@ -17,7 +17,8 @@ from hwmodel.errors import HwModelError
 SPEC_DIR = Path(__file__).parent / "specs"
 
 # Terms calibration may fit; everything else in a spec is a published figure.
-TERMS = ("mem_eff", "compute_eff", "layer_us", "prefill_layer_us", "step_us", "prefill_step_us")
+TERMS = ("mem_eff", "compute_eff", "layer_us", "prefill_layer_us", "step_us", "prefill_step_us",
+         "kv_eff")
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,7 @@ class ChipSpec:
     link_gbs: float = 0.0
     link_latency_us: float = 0.0
     mem_eff: float = 0.83
+    kv_eff: float = 0.0  # decode KV streaming; 0 = same as mem_eff
     compute_eff: float = 0.55
     layer_us: float = 60.0
     prefill_layer_us: float = 250.0

@@ -1,10 +1,11 @@
 """The physics: what one decode step or one prefill pass moves and computes, per chip.
 
-A step is reduced to a `Work`: seconds at 100% of peak memory bandwidth (M), seconds at 100% of
-peak FLOPs (C), seconds of un-fused elementwise traffic (E), the layers on the critical path,
+A step is reduced to a `Work`: seconds at 100% of peak memory bandwidth for the weights (M) and
+for the KV cache (K: attention kernels stream it less well than GEMVs stream weights; on our H100
+runs ~55% vs ~76% of peak), seconds at 100% of peak FLOPs (C), seconds of un-fused elementwise traffic (E), the layers on the critical path,
 and a fixed interconnect time. Its duration on a chip is
 
-    device = max(M / mem_eff, C / compute_eff) + E / mem_eff + layers * layer_us + comm
+    device = max(M / mem_eff + K / kv_eff, C / compute_eff) + E / mem_eff + layers * layer_us + comm
     decode:  t = device + step_us                    (CUDA-graph replay: no host in the way)
     prefill: t = max(layers * prefill_layer_us + prefill_step_us, device + step_us)
 
@@ -34,6 +35,7 @@ class Work:
     elem_s: float
     layers: int
     comm_s: float
+    kv_s: float = 0.0  # decode: seconds at peak bandwidth to read the KV cache
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,7 @@ class Timing:
 
 def time_of(work: Work, chip: ChipSpec) -> Timing:
     """Duration of `work` on `chip` with its (possibly calibrated) efficiency terms."""
-    mem = work.mem_s / chip.mem_eff
+    mem = work.mem_s / chip.mem_eff + work.kv_s / (chip.kv_eff or chip.mem_eff)
     comp = work.compute_s / chip.compute_eff
     elem = work.elem_s / chip.mem_eff
     fixed = work.layers * chip.layer_us * 1e-6
@@ -104,7 +106,8 @@ def gpu_decode(chip: ChipSpec, model: ModelSpec, prec: Precision, kvb: float,
     flops = batch * (model.linear_flops_per_token() + model.attn_flops_per_token(model.attended_ctx(ctx))) / n
     peak = chip.peak_tflops(prec.compute) * 1e12
     comm = 2 * model.layers * _allreduce_s(chip, n, batch * model.hidden * 2)
-    return Work("decode", (weights + kv) / (chip.mem_bw_gbs * 1e9), flops / peak, 0.0, model.layers, comm)
+    bw = chip.mem_bw_gbs * 1e9
+    return Work("decode", weights / bw, flops / peak, 0.0, model.layers, comm, kv_s=kv / bw)
 
 
 def _causal_pairs(model: ModelSpec, prompt: int) -> float:
