@@ -13,8 +13,42 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-# a comment marker at line start or after a blank (so `http://x` is no comment)
-_MARKER = re.compile(r"(?:^|(?<=\s))(#+|//+|--|;+|/\*+|<!--|%+)")
+# comment markers by file extension, so `5 % 3` in Python or `a -- b` in C is no comment
+_HASH, _SLASH, _DASH, _SEMI, _PCT, _HTML = r"#+", r"//+|/\*+", r"--", r";+", r"%+", r"<!--"
+_BY_EXTENSION: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(("py", "pyi", "rb", "sh", "bash", "zsh", "pl", "r", "yml", "yaml",
+                     "toml", "cfg", "conf", "mk", "cmake", "dockerfile", "nim", "jl",
+                     "ex", "exs", "tf"), (_HASH,)),
+    **dict.fromkeys(("js", "mjs", "cjs", "jsx", "ts", "tsx", "go", "rs", "java", "kt",
+                     "kts", "scala", "swift", "c", "h", "cc", "cpp", "cxx", "hpp", "hh",
+                     "cs", "dart", "zig", "css", "scss", "less", "proto", "groovy"),
+                    (_SLASH,)),
+    "php": (_SLASH, _HASH),
+    **dict.fromkeys(("sql", "lua", "hs", "elm", "ada"), (_DASH,)),
+    **dict.fromkeys(("lisp", "clj", "cljs", "el", "scm", "asm", "s", "ini"), (_SEMI,)),
+    **dict.fromkeys(("tex", "m", "erl", "hrl"), (_PCT,)),
+    **dict.fromkeys(("html", "htm", "xml", "md", "vue", "svelte"), (_HTML, _SLASH)),
+}
+_ALL = (_HASH, _SLASH, _DASH, _SEMI, _HTML)  # unknown extension: the common styles
+
+
+def _marker_regex(path: str) -> re.Pattern[str]:
+    """A comment marker at line start or after a blank (so `http://x` is no comment)."""
+    name = path.rsplit("/", 1)[-1].lower()
+    ext = name.rsplit(".", 1)[-1] if "." in name else name
+    styles = _BY_EXTENSION.get(ext, _ALL)
+    return _compiled("|".join(styles))
+
+
+_PATTERNS: dict[str, re.Pattern[str]] = {}
+
+
+def _compiled(alternatives: str) -> re.Pattern[str]:
+    pattern = _PATTERNS.get(alternatives)
+    if pattern is None:
+        pattern = _PATTERNS[alternatives] = re.compile(rf"(?:^|(?<=\s))({alternatives})")
+    return pattern
+
 _CLOSER = re.compile(r"\s*(?:\*+/|-->)\s*$")
 _AI_END = re.compile(r"\bAI([!?])\s*$", re.IGNORECASE)
 _AI_START = re.compile(r"^AI([!?])(?:\s+|$)", re.IGNORECASE)
@@ -30,9 +64,9 @@ class AIComment:
     kind: str  # "!" (make a change) or "?" (answer a question)
 
 
-def _comment(line: str) -> tuple[str, str, bool] | None:
+def _comment(line: str, marker: re.Pattern[str]) -> tuple[str, str, bool] | None:
     """(marker, body, whole_line) when the line holds a comment."""
-    match = _MARKER.search(line)
+    match = marker.search(line)
     if match is None:
         return None
     body = _CLOSER.sub("", line[match.end():]).strip()
@@ -52,10 +86,13 @@ def _marked(body: str) -> tuple[str, str] | None:
 
 def find_ai_comments(path: str, text: str) -> list[AIComment]:
     """Every AI! / AI? instruction in a file's text, in line order."""
+    marker_re = _marker_regex(path)
     lines = text.splitlines()
     found: list[AIComment] = []
     for index, line in enumerate(lines):
-        parsed = _comment(line)
+        if "ai" not in line and "AI" not in line and "Ai" not in line and "aI" not in line:
+            continue  # most lines: skip the regexes
+        parsed = _comment(line, marker_re)
         if parsed is None:
             continue
         marker, body, whole = parsed
@@ -68,7 +105,7 @@ def find_ai_comments(path: str, text: str) -> list[AIComment]:
             above: list[str] = []
             k = index - 1
             while k >= 0:
-                prev = _comment(lines[k])
+                prev = _comment(lines[k], marker_re)
                 if prev is None or not prev[2] or prev[0] != marker or not prev[1]:
                     break
                 if _marked(prev[1]) is not None:

@@ -25,15 +25,25 @@ y = 2  # MAIL!
 
 
 def test_finds_marked_comments_in_many_comment_styles():
-    found = find_ai_comments("a.py", SOURCE)
+    found = find_ai_comments("notes", SOURCE)  # no extension: every common style counts
     assert found == [
-        AIComment("a.py", 4, "the loop below is slow. use a dict instead of the list", "!"),
-        AIComment("a.py", 5, "what does x mean?", "?"),
-        AIComment("a.py", 6, "swap these", "!"),
-        AIComment("a.py", 7, "make it const", "!"),
-        AIComment("a.py", 8, "why is this here", "?"),
-        AIComment("a.py", 9, "rename the column", "!"),
+        AIComment("notes", 4, "the loop below is slow. use a dict instead of the list", "!"),
+        AIComment("notes", 5, "what does x mean?", "?"),
+        AIComment("notes", 6, "swap these", "!"),
+        AIComment("notes", 7, "make it const", "!"),
+        AIComment("notes", 8, "why is this here", "?"),
+        AIComment("notes", 9, "rename the column", "!"),
     ]
+
+
+def test_comment_style_follows_the_file_type():
+    py = "x = 5 % 3  # keep it small AI!\ny = a // b  # floor AI?\n"
+    assert [(c.line, c.text) for c in find_ai_comments("m.py", py)] == [
+        (1, "keep it small"), (2, "floor")]
+    js = "const r = a - -b // negate AI!\n# not a comment in js AI!\n"
+    assert [(c.line, c.text) for c in find_ai_comments("web/app.js", js)] == [(1, "negate")]
+    sql = "SELECT 1 -- count rows AI!\n"
+    assert [c.text for c in find_ai_comments("q.sql", sql)] == ["count rows"]
 
 
 def test_unmarked_files_have_none():
@@ -41,8 +51,8 @@ def test_unmarked_files_have_none():
 
 
 def test_prompt_asks_for_the_change_and_the_removal_of_the_comment():
-    comments = find_ai_comments("a.py", SOURCE)
-    prompt = ai_comment_prompt("a.py", comments)
+    comments = find_ai_comments("notes", SOURCE)
+    prompt = ai_comment_prompt("notes", comments)
     assert "line 4: the loop below is slow" in prompt
     assert "remove each `AI!` comment" in prompt
     assert "line 5: what does x mean?" in prompt and "Answer them" in prompt
