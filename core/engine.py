@@ -148,6 +148,7 @@ class StreamJob:
         max_tokens = self.gen.max_tokens
         total_prompt = total_completion = 0
         leg: asyncio.Task | None = None
+        steer_wait: asyncio.Task | None = None
         t_leg = time.perf_counter()
         try:
             while True:
@@ -157,7 +158,6 @@ class StreamJob:
                 finished, _ = await asyncio.wait({leg, steer_wait},
                                                  return_when=asyncio.FIRST_COMPLETED)
                 if leg in finished:
-                    steer_wait.cancel()
                     result = leg.result()  # BackendError propagates to the handler below
                     total_prompt += result.prompt_tokens
                     total_completion += result.completion_tokens
@@ -196,6 +196,9 @@ class StreamJob:
         except Exception as exc:  # a bug must not take the connection down
             log.exception("stream %s failed", self.gen.id)
             await self.emit(P.error(self.gen.id, P.E_INTERNAL, f"internal error: {exc!r}"))
+        finally:
+            if steer_wait is not None:
+                steer_wait.cancel()
 
     def _done(self, reason: str, prompt: int, completion: int, r: LegResult) -> dict:
         timing: dict[str, Any] = {"ttft_ms": _round(r.ttft_ms), "tokens_per_s": _round(r.tokens_per_s)}
