@@ -26,7 +26,7 @@ async def test_the_endpoint_receives_files_map_history_and_feedback_in_order(
         project: Path, tmp_path: Path):
     with FakeOpenAI() as fake:
         fake.script += [Reply.text("first answer"), Reply.text("second answer"),
-                        Reply.text("third answer")]
+                        Reply.text("third answer"), Reply.text("fourth answer")]
         extra = (f'[profiles.cloud]\nbackend = "openai"\nbase_url = "{fake.url}"\n'
                  f'api_model = "m"\ncontext_window = 32000\n')
         async with running_core(tmp_path, extra=extra) as (url, _):
@@ -44,10 +44,17 @@ async def test_the_endpoint_receives_files_map_history_and_feedback_in_order(
 
                 ctx.clear()
                 sent3, _ = await ask(client, ctx, "fresh task")
+
+                # an AI! comment written in the user's editor becomes the next request
+                widget = project / "web" / "widget.js"
+                widget.write_text(widget.read_text() + "// show the currency too AI!\n")
+                instruction = ctx.prompt_for_ai_comments("web/widget.js")
+                assert instruction is not None
+                sent4, _ = await ask(client, ctx, instruction)
             finally:
                 await client.close()
     received = [r.json["messages"] for r in fake.requests if r.path.endswith("chat/completions")]
-    assert received == [sent1, sent2, sent3]  # what we assembled is what arrived
+    assert received == [sent1, sent2, sent3, sent4]  # what we assembled is what arrived
 
     first = received[0]
     assert first[0]["role"] == "system"
@@ -71,3 +78,9 @@ async def test_the_endpoint_receives_files_map_history_and_feedback_in_order(
     third = received[2]
     assert not any(m["content"] in (answer1, "second answer") for m in third)  # fresh context
     assert any("return 'x'" in m["content"] for m in third)  # the files were kept
+
+    fourth = received[3]
+    files_msg = next(m["content"] for m in fourth if "web/widget.js\n```" in m["content"])
+    assert "// show the currency too AI!" in files_msg  # the file, with its comment, in the chat
+    assert "show the currency too" in fourth[-1]["content"]
+    assert "remove each `AI!` comment" in fourth[-1]["content"]
