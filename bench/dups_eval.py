@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from core.detectors.normalize import iter_functions, units_from_source  # noqa: E402
+from core.detectors.normalize import fingerprint, iter_functions  # noqa: E402
 
 
 @dataclass
@@ -171,10 +171,9 @@ def candidate_functions(
             tree = ast.parse(text)
         except SyntaxError:
             continue
-        indexable = {u.symbol for u in units_from_source(text) if u.indexable}
         for symbol, node in iter_functions(tree):
-            if symbol not in indexable:
-                continue
+            if not fingerprint(node, symbol).indexable:
+                continue  # (per node: a property's getter and setter share a symbol)
             first = min([node.lineno] + [d.lineno for d in node.decorator_list])
             seg = textwrap.dedent("".join(lines[first - 1 : node.end_lineno]))
             try:
