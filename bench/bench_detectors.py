@@ -29,11 +29,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-import dups_eval  # noqa: E402
+import dups_eval
 
-from core.detectors.duplicates import DuplicateIndex  # noqa: E402
-from core.detectors.normalize import FunctionUnit, units_from_source  # noqa: E402
-from core.detectors.slop import analyze_change  # noqa: E402
+from core.detectors.duplicates import DuplicateIndex
+from core.detectors.normalize import FunctionUnit, units_from_source
+from core.detectors.slop import analyze_change
 
 TARGET_FUNCTIONS = 100_000
 
@@ -110,7 +110,7 @@ def main() -> None:
     print(f"index stdlib Lib/*.py: {build_s:.2f} s (target < 10 s); "
           f"{build_s / parse_s:.1f}x plain ast.parse ({parse_s:.2f} s)")
 
-    indexed, cases = dups_eval.build_cases(150)
+    _indexed, cases = dups_eval.build_cases(150)
     index, load_s = big_index()
     print(f"loaded {index.indexed_count} functions in {load_s:.1f} s")
     sources = [c.source for c in cases]

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from core.detectors.normalize import fingerprint, iter_functions  # noqa: E402
+from core.detectors.normalize import fingerprint, iter_functions
 
 
 @dataclass

@@ -35,11 +35,12 @@ EXPLAIN = {
     "as a module constant.",
 }
 
-_STOP = set(
-    "a an the to of and or in on for from with this that it its is are be we our "
-    "then now here there new value values variable var given each all into by as at "
-    "up out just do does some".split()
-)
+_STOP = frozenset({
+    "a", "an", "the", "to", "of", "and", "or", "in", "on", "for", "from", "with", "this",
+    "that", "it", "its", "is", "are", "be", "we", "our", "then", "now", "here", "there", "new",
+    "value", "values", "variable", "var", "given", "each", "all", "into", "by", "as", "at",
+    "up", "out", "just", "do", "does", "some",
+})
 # what a comment word may say for the syntax of the line below it
 _SYNONYMS = {
     "for": {"loop", "iterate", "iterating", "looping", "go", "through", "over", "every"},

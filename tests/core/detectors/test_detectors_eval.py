@@ -10,7 +10,7 @@ import pytest
 BENCH = Path(__file__).resolve().parents[3] / "bench"
 sys.path.insert(0, str(BENCH))
 
-import dups_eval  # noqa: E402
+import dups_eval
 
 N = 40
 
