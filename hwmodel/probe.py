@@ -66,30 +66,32 @@ class LocalMeasurement:
 
 
 class BandwidthProbe:
-    """Float32 GEMVs over `pieces` matrices totalling `total_mb` MB, read one after another as a
-    decode step reads its layers (so the last-level cache cannot hold them), in the decoder's
-    orientation (row vector times a [d_in, d_out] matrix)."""
+    """Float32 GEMVs over a transformer layer's matrices (d = 768: QKV, output, gate+up, down;
+    a width none of the check shapes uses), repeated to ~`total_mb` MB and read one after
+    another as a decode step reads its layers, so the last-level cache cannot hold them."""
 
-    def __init__(self, total_mb: int = 256, pieces: int = 8) -> None:
+    def __init__(self, total_mb: int = 256, d: int = 768) -> None:
         import numpy as np
 
         rng = np.random.default_rng(0)
-        cols = total_mb * 1024 * 1024 // 4 // pieces // 2048
-        self.mats = [rng.standard_normal((2048, cols), dtype=np.float32) for _ in range(pieces)]
-        self.x = np.ones((1, 2048), dtype=np.float32)
+        shapes = [(d, 2 * d), (d, d), (d, 8 * d), (4 * d, d)]
+        per_layer = sum(a * b for a, b in shapes) * 4
+        layers = max(1, total_mb * 1024 * 1024 // per_layer)
+        self.mats = [rng.standard_normal(shape, dtype=np.float32) for _ in range(layers) for shape in shapes]
+        self.x = {n: np.ones((1, n), dtype=np.float32) for n in {a for a, _ in shapes}}
         self.nbytes = sum(a.nbytes for a in self.mats)
 
     def sweep(self) -> None:
         for a in self.mats:
-            self.x @ a
+            self.x[a.shape[0]] @ a
 
     def gbs(self, repeats: int) -> float:
         return self.nbytes / _median_time(self.sweep, repeats) / 1e9
 
 
-def measure_bandwidth(total_mb: int = 256, pieces: int = 8, repeats: int = 9) -> float:
+def measure_bandwidth(total_mb: int = 256, repeats: int = 9) -> float:
     """GB/s streamed by decode-like GEMVs (see BandwidthProbe)."""
-    return BandwidthProbe(total_mb, pieces).gbs(repeats)
+    return BandwidthProbe(total_mb).gbs(repeats)
 
 
 def measure_flops(n: int = 1024, repeats: int = 5) -> float:

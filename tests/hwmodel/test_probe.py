@@ -47,5 +47,5 @@ def test_saved_probe_makes_local_a_chip(tmp_path, monkeypatch):
 
 
 def test_bandwidth_and_flops_probes_return_positive_rates():
-    assert probe.measure_bandwidth(total_mb=8, pieces=2, repeats=2) > 0
+    assert probe.measure_bandwidth(total_mb=8, repeats=2) > 0
     assert probe.measure_flops(n=64, repeats=2) > 0
