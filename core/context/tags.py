@@ -104,6 +104,8 @@ QUERIES: dict[str, str] = {
 
 _PY_FUNC = re.compile(r"def[ \t]+([A-Za-z_]\w*)")
 _PY_CLASS = re.compile(r"class[ \t]+([A-Za-z_]\w*)")
+# a line starting at column 0 with code (not a comment, a string or a closing bracket)
+_PY_MODULE_LINE = re.compile(r"\n(?=[^\s#\"')\]}])")
 # bytes -> bytes table keeping identifier characters and blanking the rest: splitting the
 # translated text is ~2x faster than a regex over it, which matters on 30 MB trees
 _WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
@@ -176,9 +178,14 @@ def _scan_python(text: str) -> tuple[Definition, ...]:
     hits = [(m.start(), "def", m.group(1)) for m in _PY_FUNC.finditer(text)]
     hits += [(m.start(), "class", m.group(1)) for m in _PY_CLASS.finditer(text)]
     hits.sort()
+    # starts of module-level code lines: a definition after one is not inside the class
+    # or function above it (`if sys.platform == ...:` / `try:` blocks defining functions)
+    module_lines = [m.start() + 1 for m in _PY_MODULE_LINE.finditer(text)]
+    next_module = 0
     defs: list[Definition] = []
     line = 1
     pos = 0
+    last_def = -1
     stack: list[tuple[int, str]] = []  # (indent width, kind) of open definitions
     for start, keyword, name in hits:
         line_start = text.rfind("\n", 0, start) + 1
@@ -189,6 +196,11 @@ def _scan_python(text: str) -> tuple[Definition, ...]:
             continue
         line += text.count("\n", pos, start)
         pos = start
+        while next_module < len(module_lines) and module_lines[next_module] < line_start:
+            if module_lines[next_module] > last_def:
+                stack.clear()  # back at module level since the previous definition
+            next_module += 1
+        last_def = line_start
         indent = lead[:indent_len]
         width = indent_len if "\t" not in indent else len(indent.expandtabs(8))
         while stack and stack[-1][0] >= width:

@@ -77,3 +77,14 @@ def test_language_by_extension():
     assert language_for("x.TSX") == "tsx"
     assert language_for("README.md") is None
     assert language_for("Makefile") is None
+
+
+def test_functions_in_module_level_blocks_are_not_methods_of_the_class_above():
+    source = (
+        "class A:\n    def m(self): pass\n\n"
+        "if PLATFORM == 'win32':\n    def helper(): pass\n"
+        "try:\n    import fast\nexcept ImportError:\n    def fallback(): pass\n"
+    )
+    got = {d.name: (d.kind, d.depth) for d in scan_source("python", source.encode()).defs}
+    assert got == {"A": ("class", 0), "m": ("method", 1), "helper": ("function", 0),
+                   "fallback": ("function", 0)}
