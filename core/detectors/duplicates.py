@@ -10,7 +10,6 @@ run in a worker thread and take the lock only to swap results in.
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -108,39 +107,46 @@ def read_source(path: Path) -> str | None:
         return data.decode("latin-1")
 
 
-def _gitignore_patterns(root: Path) -> list[str]:
-    """The simple name patterns of the root .gitignore (enough to skip build output)."""
-    try:
-        lines = (root / ".gitignore").read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return []
-    out = []
-    for line in lines:
-        line = line.strip()
-        if line and not line.startswith(("#", "!")):
-            out.append(line.strip("/"))
-    return [p for p in out if p]
+class TreeFilter:
+    """Which paths of a tree hold the user's Python code: not tool or vendored dirs,
+    not what the root .gitignore ignores (git's own matching rules, via pathspec)."""
+
+    def __init__(self, root: Path) -> None:
+        import pathspec
+
+        try:
+            lines = (root / ".gitignore").read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            lines = []
+        self._spec = pathspec.GitIgnoreSpec.from_lines(lines)
+
+    def dir_ok(self, rel_dir: str, name: str) -> bool:
+        return (
+            name not in EXCLUDED_DIRS
+            and not name.endswith(".egg-info")
+            and not self._spec.match_file(rel_dir + "/")
+        )
+
+    def file_ok(self, rel: str) -> bool:
+        """A .py file outside every excluded folder (also for paths from file events)."""
+        parts = rel.split("/")
+        if not parts[-1].endswith(".py") or ".." in parts:
+            return False
+        for k in range(1, len(parts)):
+            if not self.dir_ok("/".join(parts[:k]), parts[k - 1]):
+                return False
+        return not self._spec.match_file(rel)
 
 
 def iter_python_files(root: Path) -> Iterator[str]:
-    """Relative paths (posix) of the tree's .py files, skipping tool and vendored dirs."""
-    patterns = _gitignore_patterns(root)
-
-    def ignored(rel: str, name: str) -> bool:
-        return any(fnmatch.fnmatch(name, p) or fnmatch.fnmatch(rel, p) for p in patterns)
-
+    """Relative paths (posix, sorted) of the tree's .py files (see TreeFilter)."""
+    tree_filter = TreeFilter(root)
     for dirpath, dirnames, filenames in os.walk(root):
         base = Path(dirpath).relative_to(root)
-        dirnames[:] = sorted(
-            d
-            for d in dirnames
-            if d not in EXCLUDED_DIRS
-            and not d.endswith(".egg-info")
-            and not ignored((base / d).as_posix(), d)
-        )
+        dirnames[:] = sorted(d for d in dirnames if tree_filter.dir_ok((base / d).as_posix(), d))
         for name in sorted(filenames):
             rel = (base / name).as_posix()
-            if name.endswith(".py") and not ignored(rel, name):
+            if name.endswith(".py") and not tree_filter._spec.match_file(rel):
                 yield rel
 
 
@@ -157,10 +163,12 @@ class DuplicateIndex:
         self._renamed: dict[bytes, set[int]] = {}
         self._features = FeatureIndex()
         self._function_count = 0
+        self._filter = TreeFilter(self.root)
 
     # ----------------------------------------------------------------- building
     def build(self, progress: Callable[[int, int], None] | None = None) -> None:
         """(Re)index the whole tree; `progress(done, total)` is called per file."""
+        self._filter = TreeFilter(self.root)
         files = list(iter_python_files(self.root))
         parsed: list[tuple[str, list[FunctionUnit]]] = []
         for i, rel in enumerate(files, 1):
@@ -182,8 +190,14 @@ class DuplicateIndex:
             self._freeze()
 
     def update_file(self, rel_path: str) -> None:
-        """Re-index one file after a create/modify event (a deleted file is removed)."""
-        rel = Path(rel_path).as_posix()
+        """Re-index one file after a create/modify event (a deleted file is removed).
+
+        Events for files the tree walk would skip (not .py, inside .venv, ignored by
+        .gitignore) are ignored, so a watcher can forward every event it sees.
+        """
+        rel = self._relative(rel_path)
+        if rel is None or not self._filter.file_ok(rel):
+            return
         if not (self.root / rel).is_file():
             self.remove_file(rel)
             return
@@ -195,8 +209,20 @@ class DuplicateIndex:
                 self._freeze()
 
     def remove_file(self, rel_path: str) -> None:
-        with self._lock:
-            self._drop(Path(rel_path).as_posix())
+        rel = self._relative(rel_path)
+        if rel is not None:
+            with self._lock:
+                self._drop(rel)
+
+    def _relative(self, path: str) -> str | None:
+        """A posix path relative to the root (absolute paths outside it: None)."""
+        p = Path(path)
+        if p.is_absolute():
+            try:
+                p = p.resolve().relative_to(self.root.resolve())
+            except ValueError:
+                return None
+        return p.as_posix()
 
     def _units_of(self, rel: str) -> list[FunctionUnit]:
         source = read_source(self.root / rel)

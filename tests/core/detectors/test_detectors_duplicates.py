@@ -212,3 +212,16 @@ def test_many_updates_fold_into_the_frozen_index(tree: Path) -> None:
     idx._freeze()  # what a large delta triggers; results must not change
     matches = idx.check_source(UNRELATED)
     assert len(matches) == 3 and all(m.clone_type == 2 for m in matches)
+
+
+def test_events_for_files_the_walk_skips_are_ignored(tree: Path, index: DuplicateIndex) -> None:
+    before = index.indexed_count
+    (tree / ".venv" / "new.py").write_text(UNRELATED)
+    (tree / "generated" / "new.py").write_text(UNRELATED)
+    (tree / "notes.txt").write_text(UNRELATED)
+    for rel in (".venv/new.py", "generated/new.py", "notes.txt", "../outside.py"):
+        index.update_file(rel)
+    assert index.indexed_count == before
+    (tree / "render.py").write_text(UNRELATED)
+    index.update_file(str(tree / "render.py"))  # absolute paths under the root work too
+    assert index.check_source(UNRELATED)[0].twin_path == "render.py"
