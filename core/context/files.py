@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,6 +61,8 @@ class ChatFiles:
         self.workspace = workspace
         self.max_file_tokens = max_file_tokens
         self._tree_files = tree_files
+        # the app runs commands and assembles requests on worker threads
+        self._lock = threading.RLock()
         self._files: dict[str, bool] = {}  # path -> read_only, in the order added
         self._cache: dict[str, tuple[int, int, str, int]] = {}  # path -> mtime, size, text, tokens
 
@@ -69,7 +72,8 @@ class ChatFiles:
 
     def paths(self, read_only: bool | None = None) -> list[str]:
         """Paths in the order added; only read-only or only editable ones when asked."""
-        return [p for p, ro in self._files.items() if read_only is None or ro == read_only]
+        with self._lock:
+            return [p for p, ro in self._files.items() if read_only is None or ro == read_only]
 
     def __contains__(self, path: str) -> bool:
         return path in self._files
@@ -94,12 +98,17 @@ class ChatFiles:
             raise ContextError("; ".join(problems))
         if not wanted:
             raise ContextError("no files named")
-        for rel in wanted:
-            self._files[rel] = read_only
+        with self._lock:
+            for rel in wanted:
+                self._files[rel] = read_only
         return wanted
 
     def drop(self, paths: Iterable[str]) -> list[str]:
         """Remove files (globs match the chat's own paths); ContextError for unknown ones."""
+        with self._lock:
+            return self._drop(paths)
+
+    def _drop(self, paths: Iterable[str]) -> list[str]:
         dropping: list[str] = []
         unknown: list[str] = []
         for raw in paths:
@@ -119,10 +128,11 @@ class ChatFiles:
         return dropping
 
     def drop_all(self) -> list[str]:
-        dropped = list(self._files)
-        self._files.clear()
-        self._cache.clear()
-        return dropped
+        with self._lock:
+            dropped = list(self._files)
+            self._files.clear()
+            self._cache.clear()
+            return dropped
 
     def listing(self) -> list[ChatFile]:
         """The files with their current token counts (0 for a file gone from disk)."""
@@ -130,7 +140,9 @@ class ChatFiles:
 
     def contents(self) -> list[FileContent]:
         """Current text of every chat file, read from disk now (cached by mtime and size)."""
-        return [self._content(rel, ro) for rel, ro in self._files.items()]
+        with self._lock:
+            files = list(self._files.items())
+        return [self._content(rel, ro) for rel, ro in files]
 
     # -- internals ---------------------------------------------------------------------
     def _relative(self, raw: str) -> str:
