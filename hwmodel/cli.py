@@ -123,7 +123,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if args.json:
         print_json(p.to_dict())
         return 0
-    print(f"{p.model} on {p.chips} x {p.chip}  ({p.precision} weights, {p.kv_precision} KV)")
+    print(f"{p.model} on {p.chip}, {p.chips} chip(s)  ({p.precision} weights, {p.kv_precision} KV)")
     print(f"  batch {p.batch}, context {p.ctx}, prompt {p.prompt}")
     print(f"  TTFT            {p.ttft_ms:10.2f} ms   (prefill {p.prefill_ms:.2f} ms, {p.prefill_bound}-bound)")
     print(f"  decode step     {p.decode_step_ms:10.3f} ms   ({p.bound}-bound)")
