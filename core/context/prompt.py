@@ -170,6 +170,9 @@ class ChatContext:
         self.root = workspace.root
         self.window = window
         self.reserve = reserve if reserve is not None else min(8192, window // 8)
+        if not 0 <= self.reserve <= window - 512:
+            raise ContextError(f"a reserve of {self.reserve} tokens for the answer leaves no "
+                               f"room for the request in a {window}-token window")
         self.map_tokens = map_tokens if map_tokens is not None else _default_map_tokens(window)
         self.repo_map = RepoMap(self.root)
         self._files = ChatFiles(workspace, max(256, (window - self.reserve) // 2),

@@ -169,6 +169,8 @@ def test_window_too_small_is_refused(project: Path):
 
     with pytest.raises(ContextError, match="too small"):
         ChatContext(project, 500)
+    with pytest.raises(ContextError, match="leaves no room"):
+        ChatContext(project, 8192, reserve=8000)
 
 
 def test_ai_comment_puts_the_file_in_the_chat_and_asks_to_remove_the_comment(project: Path):
