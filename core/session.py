@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.edits.parser import Edit, PendingEdit, StreamingParser
-from core.edits.proposal import Proposal, apply_proposal, build_proposal
+from core.edits.proposal import Proposal, ProposalBuilder, apply_proposal
 from core.workspace.files import Workspace
 
 PENDING, ACCEPTED, REJECTED = "proposed", "accepted", "rejected"
@@ -61,6 +61,7 @@ class AnswerRun:
         self.parser = StreamingParser()
         self.edits: list[Edit] = []
         self.proposal: Proposal | None = None
+        self._builder = ProposalBuilder(workspace)  # re-diffs only files whose edits changed
         self.decisions: dict[str, str] = {}
         self.stats = StreamStats()
         self.finished = False
@@ -112,7 +113,7 @@ class AnswerRun:
 
     def rebuild_proposal(self) -> Proposal:
         """Diff every completed edit against the working tree (heavy: call from a worker)."""
-        self.proposal = build_proposal(self.workspace, list(self.edits))
+        self.proposal = self._builder.build(list(self.edits))
         for hunk in self.proposal.hunks:
             self.decisions.setdefault(hunk.id, PENDING)
         return self.proposal
@@ -246,6 +247,7 @@ class Workstation:
         from core.detectors.growth import GrowthMeter
 
         self.growth = GrowthMeter.from_tree(self.root)
+        self.context.warm()  # the first prompt must not wait for the repo map's scan
         self.dups.build()
         self.dups_ready = True
 
@@ -292,12 +294,16 @@ class Workstation:
             return None
 
     # -- requests and answers ------------------------------------------------------------------
-    def request(self, run: AnswerRun, kind: str = "chat") -> list[dict]:
-        """Assemble what the model sees for this prompt (worker thread) and record it."""
+    def request(self, run: AnswerRun, kind: str = "chat") -> tuple[list[dict], int]:
+        """Assemble what the model sees for this prompt (worker thread) and record it.
+
+        Returns the messages and the answer's token budget (the room the context keeps free);
+        raises core.context.prompt.ContextOverflow with a message when nothing fits.
+        """
         messages, report = self.context.build_request(run.prompt)
         self.last_report = report
         self.recorder.prompt(run.request_id, run.prompt, run.profile, kind=kind)
-        return messages
+        return messages, report.reserve
 
     def answer_finished(self, run: AnswerRun, review: Review | None, *, chip: str | None = None,
                         model: str | None = None) -> None:

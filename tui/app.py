@@ -240,9 +240,9 @@ class SparkApp(App):
         status.streaming, status.tokens, status.note = True, 0, ""
         error = None
         try:
-            messages = await asyncio.to_thread(self.station.request, run)
+            messages, answer_budget = await asyncio.to_thread(self.station.request, run)
             self._update_context_meter()
-            self._stream = await self.client.generate(self.profile, messages)
+            self._stream = await self.client.generate(self.profile, messages, max_tokens=answer_budget)
             async for event in self._stream:
                 if isinstance(event, Info):
                     continue

@@ -9,6 +9,8 @@ model's predicted finish, repainted at most once per frame. The screen dismisses
 
 from __future__ import annotations
 
+from contextlib import aclosing
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -100,9 +102,11 @@ class RaceScreen(Screen[RaceResult | None]):
             stream = await self.client.generate(profile, self.messages,
                                                 max_tokens=self.max_tokens)
             self._streams[profile] = stream
-            async for event in stream:
-                if isinstance(event, Delta):
-                    self.race.feed(profile, event.text, event.tokens)
+            # aclosing: a cancelled worker closes the stream's generator here, not at GC
+            async with aclosing(stream.__aiter__()) as events:
+                async for event in events:
+                    if isinstance(event, Delta):
+                        self.race.feed(profile, event.text, event.tokens)
             done = stream.done
             self.race.finish(profile, done.reason if done else "error",
                              timing=done.timing if done else None,
