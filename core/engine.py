@@ -61,7 +61,7 @@ class RateModel:
 
     def rates(self, profile: Profile, *, batch: int = 1, prompt_tokens: int = 0) -> Rates:
         bucket = 256 * math.ceil(max(prompt_tokens, 1) / 256)
-        key = (profile, max(batch, 1), bucket)
+        key = (profile.name, max(batch, 1), bucket)  # profiles are fixed per engine
         cached = self._cache.get(key)
         if cached is None:
             cached = self._compute(profile, max(batch, 1), bucket)
@@ -135,7 +135,13 @@ class StreamJob:
         return self.task
 
     def cancel(self) -> None:
-        """Client `cancel`: stop now and send `done` with reason `cancelled`."""
+        """Client `cancel`: stop now and send `done` with reason `cancelled`.
+
+        Idempotent: a second cancel while the first is tearing down (closing an upstream
+        HTTP response takes a moment) must not interrupt the teardown and lose `done`.
+        """
+        if self._client_cancelled:
+            return
         self._client_cancelled = True
         if self.task is not None:
             self.task.cancel()
@@ -217,6 +223,8 @@ class StreamJob:
         backend = self.engine.backend(self.profile)
         request = BackendRequest(self.gen.id, messages, max_tokens)
         stream = await backend.open(request)
+        # tell the app at once where this answer comes from (cassette, endpoint)
+        await self.emit(P.info(self.gen.id, "source", source=stream.source))
         try:
             if stream.paced:
                 return await self._paced(stream, messages, t_start)
@@ -245,7 +253,9 @@ class StreamJob:
             while pending is not None:
                 now = time.perf_counter()
                 batch = engine.active[profile.name]
-                rates = engine.rates.rates(profile, batch=batch, prompt_tokens=prompt_tokens)
+                # context grows as the answer does: decode slows a little on long answers
+                rates = engine.rates.rates(profile, batch=batch,
+                                           prompt_tokens=prompt_tokens + sent)
                 if batch >= peak_batch:  # report the rate at the largest batch it shared
                     peak_batch, peak_rate = batch, rates.tokens_per_s
                 if sent:

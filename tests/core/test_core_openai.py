@@ -115,7 +115,7 @@ async def test_cancel_closes_the_upstream_request(tmp_path, fake):
         client = await CoreClient.connect(url)
         s = await client.generate("live", USER)
         async for _ in s:
-            await s.cancel()
+            await s.cancel()  # on every event: repeated cancels must still end in one done
         assert s.done.reason == "cancelled"
         await client.close()
 

@@ -75,7 +75,9 @@ async def test_cancel_is_prompt_and_leaves_others(tmp_path):
         client = await CoreClient.connect(url)
         a = await client.generate("fast", USER)
         b = await client.generate("fast", USER)
-        await a.__aiter__().__anext__()  # a is streaming
+        async for ev in a:  # wait until a is streaming
+            if isinstance(ev, Delta):
+                break
         t0 = time.perf_counter()
         await a.cancel()
         async for _ in a:
@@ -107,8 +109,11 @@ async def test_steer_continues_under_same_id(tmp_path):
             if len(events) == 2:
                 await s.steer("Actually, export the report to a CSV file with a header row")
         infos = [e for e in events if isinstance(e, Info)]
-        assert infos and infos[0].event == "steered" and infos[0].data["kept_tokens"] >= 1
-        after = "".join(e.text for e in events[events.index(infos[0]) + 1:]
+        assert [i.event for i in infos] == ["source", "steered", "source"]
+        assert infos[0].data["source"]["id"] == "t-long"
+        steered = infos[1]
+        assert steered.data["kept_tokens"] >= 1
+        after = "".join(e.text for e in events[events.index(steered) + 1:]
                         if isinstance(e, Delta))
         assert "csv.writer" in after  # the redirect picked the CSV answer
         assert s.done.reason == "stop" and s.done.source["steers"] == 1
