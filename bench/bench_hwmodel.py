@@ -58,6 +58,16 @@ def bench_gpu_calibration() -> None:
         errs = [abs(x.error_pct) for x in evaluate(pts, c)]
         print(f"  {label:30} n={len(errs):2}  median |error| {statistics.median(errs):5.1f}%  "
               f"mean {statistics.mean(errs):5.1f}%  max {max(errs):5.1f}%")
+    hf = load_points(here / "h100_hf.jsonl")
+    hf_four = {("llama-3.2-1b", "decode", 1, 1024), ("llama-3.1-8b", "decode", 1, 512),
+               ("llama-3.2-1b", "prefill", 1, 1024), ("llama-3.1-8b", "prefill", 1, 4096)}
+    train = [p for p in hf if (p.model, p.phase, p.batch, p.length) in hf_four]
+    rest = [p for p in hf if (p.model, p.phase, p.batch, p.length) not in hf_four]
+    cal = calibrate(train)
+    eager = cal["chips"]["h100-sxm"]["terms"]["eager_decode"]
+    errs = [abs(x.error_pct) for x in evaluate(rest, cal)]
+    print(f"  {'H100 HF-eager engine, 4 pts':30} n={len(errs):2}  median |error| {statistics.median(errs):5.1f}%  "
+          f"mean {statistics.mean(errs):5.1f}%  max {max(errs):5.1f}%  (eager decode detected: {bool(eager)})")
 
 
 def bench_predict_cost() -> None:

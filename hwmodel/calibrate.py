@@ -16,6 +16,7 @@ see, such as kv_eff without a long-context or large-batch point, stay at their d
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,7 +104,7 @@ def _theta0(chip: ChipSpec) -> list[float]:
             chip.prefill_step_us, 1 / (chip.kv_eff or chip.mem_eff)]
 
 
-def _terms(theta) -> dict[str, float]:
+def _terms(theta, eager_decode: bool) -> dict[str, float]:
     return {
         "mem_eff": float(1 / theta[0]),
         "compute_eff": float(1 / theta[1]),
@@ -112,32 +113,29 @@ def _terms(theta) -> dict[str, float]:
         "step_us": float(theta[4]),
         "prefill_step_us": float(theta[5]),
         "kv_eff": float(1 / theta[6]),
+        "eager_decode": 1.0 if eager_decode else 0.0,
     }
 
 
-def _rows(points: list[Point], works: list[Work], theta, theta0):
-    """Design matrix and targets (relative units) for the branches `theta` selects."""
+def _host_bound_possible(w: Work, eager_decode: bool) -> bool:
+    return w.phase == "prefill" or eager_decode
+
+
+def _rows(points: list[Point], works: list[Work], branches, theta0):
+    """Design matrix and targets (relative residuals) for one choice of branches per point:
+    (memory-bound?, host-bound?). The duration is linear in theta once those are fixed."""
     rows, target = [], []
-    for p, w in zip(points, works):
-        memory_branch = w.mem_s * theta[0] + w.kv_s * theta[6] >= w.compute_s * theta[1]
-        device = [
-            (w.mem_s if memory_branch else 0.0) + w.elem_s,
-            0.0 if memory_branch else w.compute_s,
-            w.layers * 1e-6,
-            0.0,
-            1e-6,
-            0.0,
-            w.kv_s if memory_branch else 0.0,
-        ]
-        row = device
-        if w.phase == "prefill":
-            host = [0.0, 0.0, 0.0, w.layers * 1e-6, 0.0, 1e-6, 0.0]
-            dev_s = sum(a * b for a, b in zip(device, theta)) + w.comm_s
-            if sum(a * b for a, b in zip(host, theta)) > dev_s:
-                row = host
+    for p, w, (memory, host) in zip(points, works, branches):
+        if host:
+            row = [0.0, 0.0, 0.0, w.layers * 1e-6, 0.0, 1e-6, 0.0]
+            comm = 0.0
+        else:
+            row = [(w.mem_s if memory else 0.0) + w.elem_s, 0.0 if memory else w.compute_s,
+                   w.layers * 1e-6, 0.0, 1e-6, 0.0, w.kv_s if memory else 0.0]
+            comm = w.comm_s
         t = p.ms * 1e-3
         rows.append([v / t for v in row])
-        target.append((t - (w.comm_s if row is device else 0.0)) / t)
+        target.append((t - comm) / t)
     for i, v in enumerate(theta0):
         prior = [0.0] * 7
         prior[i] = PRIOR_WEIGHT / v
@@ -146,50 +144,83 @@ def _rows(points: list[Point], works: list[Work], theta, theta0):
     return rows, target
 
 
-def _alternate(points: list[Point], works: list[Work], theta0, start):
-    """Alternate branch choice and least squares from `start`; return (theta, loss)."""
+def _solve(points, works, branches, theta0):
     import numpy as np
 
-    theta = start
-    for _ in range(ITERATIONS):
-        rows, target = _rows(points, works, theta, theta0)
-        new, *_ = np.linalg.lstsq(np.array(rows), np.array(target), rcond=None)
-        # efficiencies cannot exceed 1 and overheads cannot be negative
-        new[0] = max(new[0], 1.0)
-        new[1] = max(new[1], 1.0)
-        new[6] = max(new[6], 1.0)
-        new[2:6] = np.maximum(new[2:6], 0.0)
-        done = np.allclose(new, theta, rtol=1e-9)
-        theta = new
-        if done:
-            break
-    rows, target = _rows(points, works, theta, theta0)
-    loss = float(np.sum((np.array(rows) @ theta - np.array(target)) ** 2))
-    return theta, loss
+    rows, target = _rows(points, works, branches, theta0)
+    theta, *_ = np.linalg.lstsq(np.array(rows), np.array(target), rcond=None)
+    # efficiencies cannot exceed 1 and overheads cannot be negative
+    theta[[0, 1, 6]] = np.maximum(theta[[0, 1, 6]], 1.0)
+    theta[2:6] = np.maximum(theta[2:6], 0.0)
+    return theta
+
+
+def _objective(points, works, base: ChipSpec, theta, theta0, eager_decode: bool) -> float:
+    """The true loss: relative errors of the real max() model plus the prior."""
+    chip = base.with_terms(**_terms(theta, eager_decode))
+    loss = sum(((time_of(w, chip).total_s * 1e3 - p.ms) / p.ms) ** 2 for p, w in zip(points, works))
+    return loss + sum((PRIOR_WEIGHT * (t / t0 - 1)) ** 2 for t, t0 in zip(theta, theta0))
+
+
+def _branches_of(works, theta, eager_decode: bool, base: ChipSpec):
+    """The branches the real model takes at `theta`: (memory-bound?, host-bound?) per point."""
+    chip = base.with_terms(**_terms(theta, eager_decode))
+    no_host = chip.with_terms(prefill_layer_us=0.0, prefill_step_us=0.0)
+    out = []
+    for w in works:
+        memory = w.mem_s / chip.mem_eff + w.kv_s / chip.kv_eff >= w.compute_s / chip.compute_eff
+        host = _host_bound_possible(w, eager_decode) and time_of(w, chip).total_s > time_of(w, no_host).total_s
+        out.append((memory, host))
+    return tuple(out)
+
+
+def _candidates(points, works, eager_decode: bool, theta0, base: ChipSpec):
+    """Branch assignments to try: all of them for a handful of points, else those reached by
+    alternating (branches -> least squares -> branches) from a few starting guesses."""
+    options = [[(m, h) for m in (True, False)
+                for h in ((False, True) if _host_bound_possible(w, eager_decode) else (False,))]
+               for w in works]
+    total = 1
+    for o in options:
+        total *= len(o)
+    if total <= 4096:
+        yield from itertools.product(*options)
+        return
+    for scale in (1.0, 4.0, 0.25):
+        theta = list(theta0)
+        theta[3] *= scale
+        theta[5] *= scale
+        seen = set()
+        for _ in range(ITERATIONS):
+            branches = _branches_of(works, theta, eager_decode, base)
+            if branches in seen:
+                break
+            seen.add(branches)
+            yield branches
+            theta = _solve(points, works, branches, theta0)
 
 
 def fit_chip(points: list[Point]) -> dict:
-    """Terms for the one chip these points share, plus the fit's own error."""
-    import numpy as np
+    """Terms for the one chip these points share, plus the fit's own error.
 
+    Two engine shapes are tried: decode replayed from a CUDA graph (no host cost) and eager
+    decode (host-launched like prefill, e.g. Hugging Face generate); the better fit wins.
+    """
     names = {resolve(p.chip)[0].name for p in points}
     if len(names) != 1:
         raise HwModelError(f"fit_chip needs points of one chip, got {sorted(names)}")
     base, _ = resolve(points[0].chip)
     works = [point_work(p)[1] for p in points]
-    theta0 = np.array(_theta0(base))
-    # The branches are discrete, so alternating can stop in a local optimum (e.g. never trying
-    # the host branch for a short prompt): start from a few host-overhead guesses, keep the best.
+    theta0 = _theta0(base)
     best = None
-    for host_scale in (1.0, 4.0, 0.25):
-        start = theta0.copy()
-        start[3] *= host_scale
-        start[5] *= host_scale
-        theta, loss = _alternate(points, works, theta0, start)
-        if best is None or loss < best[1]:
-            best = (theta, loss)
-    theta = best[0]
-    terms = _terms(theta)
+    for eager in (False, True):
+        for branches in _candidates(points, works, eager, theta0, base):
+            theta = _solve(points, works, branches, theta0)
+            loss = _objective(points, works, base, theta, theta0, eager)
+            if best is None or loss < best[0]:
+                best = (loss, theta, eager)
+    _, theta, eager = best
+    terms = _terms(theta, eager)
     chip = base.with_terms(**terms)
     errors = [abs(time_of(w, chip).total_s * 1e3 - p.ms) / p.ms for p, w in zip(points, works)]
     return {

@@ -18,7 +18,7 @@ SPEC_DIR = Path(__file__).parent / "specs"
 
 # Terms calibration may fit; everything else in a spec is a published figure.
 TERMS = ("mem_eff", "compute_eff", "layer_us", "prefill_layer_us", "step_us", "prefill_step_us",
-         "kv_eff")
+         "kv_eff", "eager_decode")
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,7 @@ class ChipSpec:
     prefill_layer_us: float = 250.0
     step_us: float = 150.0
     prefill_step_us: float = 5000.0
+    eager_decode: float = 0.0  # 1: decode is host-launched like prefill (no CUDA graphs)
     usable_mem: float = 0.90
     source: str = ""
     aliases: tuple[str, ...] = field(default_factory=tuple)

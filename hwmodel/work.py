@@ -7,6 +7,7 @@ and a fixed interconnect time. Its duration on a chip is
 
     device = max(M / mem_eff + K / kv_eff, C / compute_eff) + E / mem_eff + layers * layer_us + comm
     decode:  t = device + step_us                    (CUDA-graph replay: no host in the way)
+             (an engine without graphs, eager_decode = 1, is timed like prefill below)
     prefill: t = max(layers * prefill_layer_us + prefill_step_us, device + step_us)
 
 Prefill runs eagerly in most engines: the host launches each layer's kernels (~0.5 ms per
@@ -65,7 +66,7 @@ def time_of(work: Work, chip: ChipSpec) -> Timing:
     fixed = work.layers * chip.layer_us * 1e-6
     device = max(mem, comp) + elem + fixed + work.comm_s
     step = chip.step_us * 1e-6
-    if work.phase == "prefill":
+    if work.phase == "prefill" or chip.eager_decode:
         host = (work.layers * chip.prefill_layer_us + chip.prefill_step_us) * 1e-6
         if host > device + step:
             return Timing(host, mem + elem, comp, host, work.comm_s)

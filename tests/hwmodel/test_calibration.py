@@ -119,3 +119,29 @@ def test_bad_calibration_documents_are_rejected(doc, match):
 def test_missing_calibration_file_is_a_clear_error(tmp_path):
     with pytest.raises(HwModelError, match="cannot read calibration"):
         predict("h100-sxm", "llama-3.1-8b", calibration=tmp_path / "none.json")
+
+
+def test_fit_detects_an_engine_without_cuda_graphs():
+    """Synthetic points from an eager-decode engine: the fit must pick that engine shape."""
+    eager_terms = {**TRUE_TERMS, "eager_decode": 1.0, "prefill_layer_us": 900.0}
+    spec = resolve("h100-sxm")[0].with_terms(**eager_terms)
+    pts = []
+    for model, phase, batch, length in FOUR:
+        p = Point("h100-sxm", model, phase, batch, length, 1.0)
+        _, work = point_work(p, spec)
+        pts.append(Point("h100-sxm", model, phase, batch, length, time_of(work, spec).total_s * 1e3))
+    assert calibrate(pts)["chips"]["h100-sxm"]["terms"]["eager_decode"] == 1.0
+    assert calibrate(synthetic(FOUR))["chips"]["h100-sxm"]["terms"]["eager_decode"] == 0.0
+
+
+def test_real_hf_eager_engine_is_recognised_and_predicted():
+    """Our second engine (Hugging Face, eager, no CUDA graphs): decode is launch-bound."""
+    pts = load_points(MEASURED / "h100_hf.jsonl")
+    four = {("llama-3.2-1b", "decode", 1, 1024), ("llama-3.1-8b", "decode", 1, 512),
+            ("llama-3.2-1b", "prefill", 1, 1024), ("llama-3.1-8b", "prefill", 1, 4096)}
+    train = [p for p in pts if (p.model, p.phase, p.batch, p.length) in four]
+    rest = [p for p in pts if (p.model, p.phase, p.batch, p.length) not in four]
+    cal = calibrate(train)
+    assert cal["chips"]["h100-sxm"]["terms"]["eager_decode"] == 1.0
+    errors = [abs(c.error_pct) for c in evaluate(rest, cal)]
+    assert statistics.median(errors) < 20
