@@ -235,3 +235,21 @@ async def test_error_object_mid_stream_is_upstream_error():
     assert got == ["hi"] and err.value.code == "upstream_error"
     assert "overloaded" in err.value.message
     await backend.aclose()
+
+
+async def test_live_pieces_are_grouped_into_frames(tmp_path, fake):
+    words = [f" w{i}" for i in range(600)]
+    fake.script.append(Reply.text("", pieces=words, delay_s=0.0005))
+    async with running_core(tmp_path, env={"FAKE_KEY": "x"}, extra=_extra(fake)) as (url, _):
+        client = await CoreClient.connect(url)
+        s = await client.generate("live", USER)
+        arrivals = []
+        async for ev in s:
+            if hasattr(ev, "tokens"):
+                arrivals.append(asyncio.get_running_loop().time())
+        await client.close()
+    assert s.text == "".join(words)
+    assert len(arrivals) < len(words) / 4  # frames, not one message per piece
+    # ~16 ms apart, except the first (sent at once, for TTFT) and the final flush
+    gaps = [b - a for a, b in zip(arrivals[1:-1], arrivals[2:-1])]
+    assert gaps and sorted(gaps)[len(gaps) // 2] >= 0.014  # median: robust to CI jitter
