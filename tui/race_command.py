@@ -1,8 +1,10 @@
 """`spark race "PROMPT" [PATH]`: open straight on the split-pane race.
 
-Starts (or reaches) the core like `spark` does, runs a small app whose only screen is the
-race, and prints the answer the user takes (`1`/`2`) on stdout, so it can be piped into
-`spark apply`. Textual draws on the terminal through stderr, so stdout stays clean.
+By default the workstation opens with the race on top (`tui.commands.open_workstation`
+with `race_prompt`), so the answer taken with `1`/`2` lands in the accept/reject loop.
+`--print` runs a small app whose only screen is the race, for any two profiles, and
+prints the taken answer on stdout to pipe into `spark apply` (Textual draws through
+stderr, so stdout stays clean).
 """
 
 from __future__ import annotations
@@ -86,6 +88,9 @@ def make_race_app(core_url: str, prompt: str, profiles: tuple[str, str], *,
     return RaceApp()
 
 
+DEFAULT_PAIR = ("spark", "base")
+
+
 def _race(args: argparse.Namespace) -> int:
     prompt = args.prompt.strip()
     if not prompt:
@@ -93,25 +98,40 @@ def _race(args: argparse.Namespace) -> int:
     root = args.path.expanduser()
     if not root.is_dir():
         raise CliError(f"{root}: no such folder")
+    root = root.resolve()
     if args.max_tokens is not None and args.max_tokens <= 0:
         raise CliError("--max-tokens must be positive")
-    from themes import THEMES
+    if not args.print:
+        # the workstation races spark and base, and loads the taken answer into its loop
+        if tuple(args.profiles) != DEFAULT_PAIR or args.max_tokens is not None:
+            raise CliError("--profiles and --max-tokens apply to --print races only "
+                           "(the workstation races spark and base)")
+        from tui.commands import open_workstation
 
-    if args.theme is not None and args.theme not in THEMES:
-        raise CliError(f"unknown theme {args.theme!r}; choose from {', '.join(THEMES)}")
+        return open_workstation(root, args, race_prompt=prompt)
+    return _print_race(root, prompt, args)
+
+
+def _print_race(root: Path, prompt: str, args: argparse.Namespace) -> int:
+    """Race without the workstation; the taken answer goes to stdout (exit 1 on escape)."""
+    from tui.commands import prepare_launch
+
+    launch = prepare_launch(root, args)          # theme, profile and --core checked up front
     core = None
     url = args.core
     if url is None:
         from core.embedded import EmbeddedCore
 
-        core = EmbeddedCore(project_root=root.resolve())
+        core = EmbeddedCore(project_root=root, config_file=args.config)
         try:
             url = core.start()
+        except CliError:
+            raise
         except Exception as exc:
             raise CliError(f"cannot start the inference core: {exc}") from exc
     try:
         app = make_race_app(url, prompt, args.profiles, max_tokens=args.max_tokens,
-                            theme=args.theme)
+                            theme=launch["theme"])
         result = app.run()
     finally:
         if core is not None:
@@ -127,17 +147,23 @@ def _race(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    race = sub.add_parser("race", help="the same prompt to two profiles, side by side",
-                          description="Race two profiles on one prompt. Press 1 or 2 to take "
-                          "an answer (printed on stdout), escape to cancel (exit 1).")
+    from tui.commands import _add_app_options
+
+    race = sub.add_parser(
+        "race", help="the same prompt to two profiles, side by side",
+        description="Race two profiles on one prompt in split panes. Opens the workstation "
+        "on the race; 1 or 2 takes that answer into the accept/reject loop, escape closes the "
+        "race. With --print, only the race runs and the taken answer is printed on stdout "
+        "(exit 1 if none is taken).")
     race.add_argument("prompt", help="what to ask both models")
     race.add_argument("path", nargs="?", default=".", type=Path,
                       help="project folder (default: .)")
-    race.add_argument("--profiles", default=("spark", "base"), type=parse_profiles,
-                      metavar="A,B", help="the two profiles to race (default: spark,base)")
-    race.add_argument("--core", default=None, metavar="URL",
-                      help="use a running core (ws://HOST:PORT)")
+    race.add_argument("--profiles", default=DEFAULT_PAIR, type=parse_profiles,
+                      metavar="A,B", help="with --print: the two profiles to race "
+                      "(default: spark,base)")
     race.add_argument("--max-tokens", default=None, type=int, metavar="N",
-                      help="cap each answer at N tokens")
-    race.add_argument("--theme", default=None, help="theme name")
+                      help="with --print: cap each answer at N tokens")
+    race.add_argument("--print", action="store_true",
+                      help="race only, then print the taken answer on stdout")
+    _add_app_options(race)
     race.set_defaults(func=_race)

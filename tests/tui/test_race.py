@@ -11,6 +11,7 @@ from textual.app import App
 
 from core.client import CoreClient
 from core.race import Prediction, Race, RaceResult
+from themes import DEFAULT_THEME, register_themes
 from tests.tui.conftest import wait_for
 from tui.cli import main as spark_main
 from tui.race_command import make_race_app, race_messages
@@ -26,6 +27,8 @@ class Host(App):
 
     def __init__(self, screen_factory) -> None:
         super().__init__()
+        register_themes(self)
+        self.theme = DEFAULT_THEME
         self.screen_factory = screen_factory
         self.results: list[RaceResult | None] = []
 
@@ -170,6 +173,26 @@ def test_race_command_rejects_bad_input(tmp_path, capsys):
     assert "two different profile names" in capsys.readouterr().err
     assert spark_main(["race", "   ", str(tmp_path)]) == 2
     assert "needs a prompt" in capsys.readouterr().err
+    assert spark_main(["race", "x", str(tmp_path), "--profiles", "base,spark"]) == 2
+    assert "--print" in capsys.readouterr().err
+    assert spark_main(["race", "x", str(tmp_path), "--print", "--max-tokens", "0"]) == 2
+    assert "--max-tokens must be positive" in capsys.readouterr().err
+
+
+async def test_workstation_opens_on_the_race_and_1_loads_spark_into_the_loop(demo_root, core_url):
+    """`spark race` without --print: the lead's app pushes this screen from `race_prompt`."""
+    from tui.app import SparkApp
+
+    app = SparkApp(demo_root, core_url, race_prompt=PROMPT)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, RaceScreen), what="the race")
+        race = app.screen.race
+        await wait_for(pilot, lambda: race.lane("spark").finished, what="spark to finish")
+        await pilot.press("1")                       # base is still writing: it is cancelled
+        await wait_for(pilot, lambda: app.answer is not None and app.answer.profile == "spark"
+                       and app.answer.finished, what="spark's answer in the main loop")
+        assert not isinstance(app.screen, RaceScreen)
+        assert app.answer.text == race.lane("spark").text
 
 
 def _finished_race() -> Race:

@@ -15,7 +15,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.screen import Screen
+from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
 from core.race import Prediction, Race, RaceResult
@@ -24,8 +24,11 @@ from tui.widgets.race_pane import RacePane
 FRAME_S = 1 / 30
 
 
-class RaceScreen(Screen[RaceResult | None]):
+class RaceScreen(ModalScreen[RaceResult | None]):
     """Push with `app.push_screen(RaceScreen(client, prompt, messages), callback)`.
+
+    Modal (and opaque) so the workstation's own keys (a/r/j/k...) neither fire nor crowd
+    the footer while racing; the app's priority bindings still reach the app.
 
     `client` is a connected `core.client.CoreClient`; `messages` is what the main loop
     would send for `prompt`. With `client=None` and a finished `race`, the screen only
@@ -33,7 +36,7 @@ class RaceScreen(Screen[RaceResult | None]):
     """
 
     DEFAULT_CSS = """
-    RaceScreen { layout: vertical; }
+    RaceScreen { layout: vertical; background: $background; align: left top; }
     RaceScreen > #race-prompt { height: auto; max-height: 3; padding: 0 1; color: $text-muted; }
     RaceScreen > #race-banner { height: 1; padding: 0 1; text-style: bold; }
     RaceScreen > #race-banner.-won { background: $success 30%; }
