@@ -21,7 +21,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from hwmodel.chips import ChipSpec, resolve
+from hwmodel.chips import ChipSpec, parallel_mode, resolve
 from hwmodel.errors import HwModelError
 from hwmodel.models import get_model
 from hwmodel.precision import get_precision, kv_bytes
@@ -95,7 +95,7 @@ def point_work(point: Point, chip: ChipSpec | None = None) -> tuple[ChipSpec, Wo
     prec = get_precision(point.precision)
     n = point.chips or system_count or 1
     work = build_work(spec, model, prec, kv_bytes(point.kv_precision, prec), point.phase,
-                      point.batch, point.length, n)
+                      point.batch, point.length, n, parallel_mode(point.chip))
     return spec, work
 
 

@@ -69,6 +69,7 @@ class SystemSpec:
     name: str
     chip: str
     count: int
+    parallel: str = "tensor"  # or "pipeline": layers split across chips (llama.cpp-style rigs)
     source: str = ""
     aliases: tuple[str, ...] = field(default_factory=tuple)
 
@@ -107,6 +108,8 @@ def load_catalog(path: str | None = None) -> Catalog:
         sys_spec = SystemSpec(name=name, **data)
         if sys_spec.chip not in chips:
             raise HwModelError(f"system {name!r} names unknown chip {sys_spec.chip!r}")
+        if sys_spec.parallel not in ("tensor", "pipeline"):
+            raise HwModelError(f"system {name!r}: parallel must be 'tensor' or 'pipeline'")
         systems[name] = sys_spec
         for alias in sys_spec.aliases:
             systems[alias] = sys_spec
@@ -137,3 +140,18 @@ def resolve(name: str) -> tuple[ChipSpec, int | None]:
         return cat.chips[system.chip], system.count
     known = ", ".join(chip_names() + system_names())
     raise HwModelError(f"unknown chip or system {name!r}; known: {known}")
+
+
+def parallel_mode(name: str) -> str:
+    """How a system splits a model: "tensor" (default, and for bare chips) or "pipeline"."""
+    system = load_catalog().systems.get(name.strip().lower())
+    return system.parallel if system else "tensor"
+
+
+def system_for(chip: str, count: int) -> str | None:
+    """The named system made of `count` x `chip`, if the catalog has one."""
+    spec, _ = resolve(chip)
+    for system in load_catalog().systems.values():
+        if system.chip == spec.name and system.count == count:
+            return system.name
+    return None

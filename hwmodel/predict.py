@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from hwmodel.calibration import apply_calibration
-from hwmodel.chips import ChipSpec, resolve
+from hwmodel.chips import ChipSpec, parallel_mode, resolve
 from hwmodel.errors import HwModelError
 from hwmodel.models import ModelSpec, get_model
 from hwmodel.precision import Precision, get_precision, kv_bytes
@@ -115,12 +115,13 @@ def predict(
     weight_gb, kv_gb = memory_need(mspec, prec, kvb, batch, max(ctx, prompt))
     needed = chips_needed(spec, mspec, weight_gb, kv_gb)
     n = chips or system_count or needed
-    if spec.kind != "wafer" and n > mspec.heads:
+    if spec.kind != "wafer" and parallel_mode(chip) == "tensor" and n > mspec.heads:
         raise HwModelError(f"tensor parallel over {n} chips exceeds {mspec.name}'s {mspec.heads} heads")
     fits = fits_on(spec, mspec, n, weight_gb, kv_gb)
+    mode = parallel_mode(chip)
 
-    decode = time_of(build_work(spec, mspec, prec, kvb, "decode", batch, ctx, n), spec)
-    prefill = time_of(build_work(spec, mspec, prec, kvb, "prefill", batch, prompt, n), spec)
+    decode = time_of(build_work(spec, mspec, prec, kvb, "decode", batch, ctx, n, mode), spec)
+    prefill = time_of(build_work(spec, mspec, prec, kvb, "prefill", batch, prompt, n, mode), spec)
     step_ms = decode.total_s * 1e3
     prefill_ms = prefill.total_s * 1e3
     per_seq = 1e3 / step_ms

@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from hwmodel.chips import system_for
 from hwmodel.errors import HwModelError
 from hwmodel.predict import predict
 from hwmodel.standins import BASE, SPARK
@@ -57,7 +58,15 @@ def map_row(row: dict) -> tuple[str, str, str, int | None, str]:
         return s.chip, s.model, s.precision, None, f"stand-in: {s.model} {s.precision} on {s.chip}"
     model = MODEL_NAMES.get(model_text, base_name)
     chips = row.get("chips")
-    return str(row["system"]), model, _precision(str(row.get("precision", "bf16"))), chips, ""
+    system = str(row["system"])
+    note = ""
+    if chips and chips > 1 and "parallel" not in row:
+        # a rig of several chips with no parallelism stated: use the named system, which
+        # says how such rigs split the model (the 8x RTX 3090 home rig: llama.cpp layer split)
+        named = system_for(system, int(chips))
+        if named:
+            system, chips, note = named, None, f"as system {named}"
+    return system, model, _precision(str(row.get("precision", "bf16"))), chips, note
 
 
 def check_row(row: dict) -> RefCheck:

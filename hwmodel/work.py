@@ -20,6 +20,7 @@ terms, is what lets a calibration transfer from one chip to a sibling with other
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -185,9 +186,18 @@ def wafer_prefill(chip: ChipSpec, model: ModelSpec, prec: Precision, kvb: float,
     return Work("prefill", resident / (chip.mem_bw_gbs * 1e9), flops / peak, 0.0, model.layers, comm)
 
 
+def pipeline_split(work: Work, chip: ChipSpec, n: int) -> Work:
+    """Layers split over n chips (llama.cpp-style): one sequence visits the chips in turn, so
+    a step costs what one chip holding everything would take, plus one activation hand-off per
+    boundary. The split buys memory, not speed, for a single stream."""
+    return dataclasses.replace(work, comm_s=(n - 1) * chip.link_latency_us * 1e-6)
+
+
 def build_work(chip: ChipSpec, model: ModelSpec, prec: Precision, kvb: float, phase: str,
-               batch: int, length: int, n: int) -> Work:
-    """Dispatch on the chip kind (wafer vs everything else) and phase."""
+               batch: int, length: int, n: int, parallel: str = "tensor") -> Work:
+    """Dispatch on the chip kind (wafer vs everything else), phase and parallel mode."""
+    if parallel == "pipeline" and chip.kind != "wafer" and n > 1:
+        return pipeline_split(build_work(chip, model, prec, kvb, phase, batch, length, 1), chip, n)
     if chip.kind == "wafer":
         fn = wafer_decode if phase == "decode" else wafer_prefill
     else:

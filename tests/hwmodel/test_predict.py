@@ -142,3 +142,14 @@ def test_fast_enough_for_per_stream_pacing():
         predict("cs-3", "qwen2.5-coder-14b", precision="fp8", batch=1 + i % 8)
     per_call = (time.perf_counter() - t0) / n
     assert per_call < 1e-3
+
+
+def test_pipeline_split_buys_memory_not_single_stream_speed():
+    pipe = predict("8x-rtx-3090", "llama-3.1-70b", precision="int8")
+    tp = predict("rtx-3090", "llama-3.1-70b", precision="int8", chips=8)
+    assert pipe.fits and tp.fits and pipe.chips == tp.chips == 8
+    # one stream visits the 8 GPUs in turn: all weights at one GPU's bandwidth
+    floor_ms = 70.55e9 / 936e9 * 1e3
+    assert floor_ms < pipe.decode_step_ms < 1.5 * floor_ms
+    assert tp.decode_step_ms < pipe.decode_step_ms
+    assert pipe.breakdown_ms["interconnect"] == pytest.approx(7 * 60e-3)
