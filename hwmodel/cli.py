@@ -194,7 +194,10 @@ def _sweep_values(args: argparse.Namespace) -> list[int]:
         return values
     if args.over == "batch":
         return [1, 2, 4, 8, 16, 32, 64, 128]
-    return [512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072]
+    from hwmodel.models import get_model
+
+    limit = get_model(args.model).max_ctx
+    return [v for v in (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072) if v <= limit] or [limit]
 
 
 @_friendly

@@ -93,3 +93,21 @@ def test_calibrate_bad_file_exit_2(capsys, tmp_path):
 def test_check_table(capsys):
     code, out, _ = run(capsys, "hw", "check", "--json")
     assert code == 0 and len(json.loads(out)["checks"]) >= 15
+
+
+def test_probe_command_reports_and_saves(capsys, tmp_path, monkeypatch):
+    from hwmodel import probe
+
+    meas = probe.LocalMeasurement(12.0, 0.1, 30.0, 8.0, 16.0)
+    checks = [probe.ProbeCheck("probe-512", 1, 256, 9.0, 10.0)]
+    monkeypatch.setattr(probe, "run_probe", lambda: (meas, checks))
+    saved = tmp_path / "local.json"
+    code, out, _ = run(capsys, "hw", "probe", "--save", str(saved), "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["checks"][0]["error_pct"] == -10.0
+    assert json.loads(saved.read_text())["mem_bw_gbs"] == 12.0
+
+
+def test_ctx_sweep_stays_within_the_models_window(capsys):
+    code, out, _ = run(capsys, "hw", "sweep", "--chip", "a100-40gb", "--model", "gpt-13b", "--over", "ctx", "--json")
+    assert code == 0 and max(p["ctx"] for p in json.loads(out)["points"]) == 2048
