@@ -36,7 +36,8 @@ def _setup(tmp: Path) -> EmbeddedCore:
         {"version": 1, "id": "bench", "messages": PROMPT, "answer": answer}) + "\n")
     profiles = {"instant": (1e7, 0.0), "r1000": (1000.0, 50.0), "r5000": (5000.0, 50.0),
                 "flood": (1e7, 0.0)}
-    lines = ["[core]", "frame_ms = 16", "max_frame_tokens = 4096", "max_streams_per_connection = 64"]
+    lines = ["[core]", "frame_ms = 16", "max_frame_tokens = 4096",
+             "max_streams_per_connection = 64"]
     for name, (rate, ttft) in profiles.items():
         lines += [f"[profiles.{name}]", 'backend = "replay"', 'pacing = "pinned"',
                   f"tokens_per_s = {rate}", f"ttft_ms = {ttft}",
@@ -88,7 +89,6 @@ async def _ttft(client: CoreClient, profile: str) -> tuple[float, float]:
 async def bench_fidelity(url: str, profile: str, rate: float, tokens: int) -> dict:
     client = await CoreClient.connect(url)
     ttfts = [await _ttft(client, profile) for _ in range(15)]
-    t0 = time.perf_counter()
     stream = await client.generate(profile, PROMPT, max_tokens=tokens)
     times, counts, n = [], [], 0
     async for ev in stream:
@@ -104,7 +104,8 @@ async def bench_fidelity(url: str, profile: str, rate: float, tokens: int) -> di
     slope = (sum((t - mt) * (c - mc) for t, c in zip(times, counts))
              / sum((t - mt) ** 2 for t in times))
     return {"profile": profile, "scheduled_tps": rate, "tokens": n, "frames": len(times),
-            "ttft_ms": ttft_ms, "core_ttft_ms": core_ttft_ms, "tps_endpoints": simple, "tps_slope": slope,
+            "ttft_ms": ttft_ms, "core_ttft_ms": core_ttft_ms, "tps_endpoints": simple,
+            "tps_slope": slope,
             "tps_ratio": simple / rate, "server_tps": stream.done.timing["tokens_per_s"]}
 
 

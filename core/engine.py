@@ -207,7 +207,8 @@ class StreamJob:
                 steer_wait.cancel()
 
     def _done(self, reason: str, prompt: int, completion: int, r: LegResult) -> dict:
-        timing: dict[str, Any] = {"ttft_ms": _round(r.ttft_ms), "tokens_per_s": _round(r.tokens_per_s)}
+        timing: dict[str, Any] = {"ttft_ms": _round(r.ttft_ms),
+                                  "tokens_per_s": _round(r.tokens_per_s)}
         if r.predicted:
             timing["predicted"] = r.predicted
         if r.upstream:
@@ -215,8 +216,8 @@ class StreamJob:
         source = dict(r.source)
         if self._steer_count:
             source["steers"] = self._steer_count
-        return P.done(self.gen.id, reason, {"prompt_tokens": prompt, "completion_tokens": completion},
-                      timing, source)
+        usage = {"prompt_tokens": prompt, "completion_tokens": completion}
+        return P.done(self.gen.id, reason, usage, timing, source)
 
     async def _leg(self, messages: list[dict[str, str]], max_tokens: int | None,
                    t_start: float) -> LegResult:
@@ -323,7 +324,8 @@ class StreamJob:
         ended = False
         try:
             while not ended:
-                timeout = None if not buf else max(0.0, t_last_frame + frame_s - time.perf_counter())
+                timeout = (None if not buf
+                           else max(0.0, t_last_frame + frame_s - time.perf_counter()))
                 try:
                     piece = await asyncio.wait_for(queue.get(), timeout)
                 except TimeoutError:

@@ -122,8 +122,8 @@ class _OpenAIStream(BackendStream):
         try:
             obj = json.loads(data)
         except ValueError:
-            raise BackendError(P.E_BAD_UPSTREAM,
-                               f"the endpoint sent a chunk that is not JSON: {data[:120]!r}") from None
+            raise BackendError(P.E_BAD_UPSTREAM, "the endpoint sent a chunk that is not JSON: "
+                               f"{data[:120]!r}") from None
         if not isinstance(obj, dict):
             raise BackendError(P.E_BAD_UPSTREAM, "the endpoint sent a chunk that is not an object")
         if obj.get("error"):
@@ -189,10 +189,12 @@ class OpenAIBackend:
                 req = self._client.build_request("POST", "chat/completions", json=body)
                 response = await self._client.send(req, stream=True)
             except httpx.ConnectTimeout:
+                wait = self.profile.connect_timeout_s
                 raise BackendError(P.E_CONNECT_TIMEOUT, f"{self.endpoint} did not accept a "
-                                   f"connection within {self.profile.connect_timeout_s:g} s") from None
+                                   f"connection within {wait:g} s") from None
             except httpx.ConnectError as exc:
-                raise BackendError(P.E_CONNECT, f"cannot connect to {self.endpoint}: {exc}") from None
+                raise BackendError(P.E_CONNECT,
+                                   f"cannot connect to {self.endpoint}: {exc}") from None
             except httpx.ReadTimeout:
                 raise BackendError(P.E_READ_TIMEOUT, f"{self.endpoint} did not answer within "
                                    f"{self.profile.read_timeout_s:g} s") from None

@@ -22,7 +22,8 @@ def test_closest_match_and_exact_match():
     lib = CassetteLibrary.load([TEST_CASSETTES])
     c, score = lib.match([{"role": "user", "content": "please write a CSV export for the report"}])
     assert c.id == "t-csv" and 0 < score < 1
-    c, score = lib.match([{"role": "user", "content": "Add a docstring to parse_date in utils/dates.py"}])
+    exact = "Add a docstring to parse_date in utils/dates.py"
+    c, score = lib.match([{"role": "user", "content": exact}])
     assert c.id == "t-docstring" and score == 1.0
     # unrelated prompts still get an answer
     c, score = lib.match([{"role": "user", "content": "zzz qqq"}])

@@ -55,7 +55,7 @@ async def test_sixteen_streams_interleave_and_complete(tmp_path):
         order: list[str] = []
 
         async def drain(s):
-            async for ev in s:
+            async for _ in s:
                 order.append(s.id)
             return s
 
