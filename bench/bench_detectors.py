@@ -5,9 +5,10 @@ Prints, each against a baseline measured in the same run (the machine is shared)
   just ``ast.parse`` of the same files;
 * one ``check_source`` against 100,000 indexed functions (target p95 < 10 ms), against
   ``ast.parse`` of the checked source. The 100,000 are the stdlib's indexable functions
-  plus variants of them with a quarter of their k-gram features replaced: real feature
-  frequencies (the common k-grams grow 30-fold, the worst case for posting lists)
-  without parsing 100,000 functions;
+  plus variants of them with a quarter of their k-gram features and a tenth of their
+  role tokens replaced: real feature frequencies (the common k-grams grow 30-fold, the
+  worst case for posting lists, and every query has ~30 near twins to verify and
+  align) without parsing 100,000 functions;
 * recall per clone type and precision on the stdlib evaluation set (bench/dups_eval.py);
 * ``analyze_change`` (ruff subprocess + our rules) on a stdlib module, against ast.parse.
 """
@@ -68,9 +69,12 @@ def _variant(unit: FunctionUnit, i: int, rng: np.random.Generator) -> FunctionUn
     feats[rng.choice(len(feats), size=min(k, len(feats)), replace=False)] = rng.integers(
         0, 2**63, size=min(k, len(feats)), dtype=np.int64
     ).astype(np.uint64)
+    roles = list(unit.roles)
+    for pos in rng.choice(len(roles), size=max(1, len(roles) // 10), replace=False).tolist():
+        roles[pos] = chr(int(rng.integers(1, 200)))
     key = i.to_bytes(8, "little") + b"var!"
     return replace(unit, symbol=f"{unit.symbol}_v{i}", exact_key=key, renamed_key=key,
-                   features=np.unique(feats))
+                   features=np.unique(feats), roles="".join(roles))
 
 
 def big_index() -> tuple[DuplicateIndex, float]:

@@ -67,6 +67,7 @@ class FunctionUnit:
     renamed_key: bytes
     features: np.ndarray  # sorted unique uint64 k-gram hashes
     anchors: frozenset[str]  # free names, attributes, keywords: what a rename keeps
+    roles: str  # the role sequence, one character per token: aligned for type 3
 
     @property
     def indexable(self) -> bool:
@@ -212,6 +213,7 @@ def fingerprint(node: ast.FunctionDef | ast.AsyncFunctionDef, symbol: str) -> Fu
     walker = _Walker()
     walker.visit(node)
     walker.finish()
+    roles = "".join(map(chr, walker.roles))
     return FunctionUnit(
         symbol=symbol,
         line=node.lineno,
@@ -219,11 +221,10 @@ def fingerprint(node: ast.FunctionDef | ast.AsyncFunctionDef, symbol: str) -> Fu
         statements=walker.statements - 1,  # the def itself is not a statement of the body
         tokens=len(walker.roles),
         exact_key=_digest("\x00".join(walker.exact)),
-        renamed_key=hashlib.blake2b(
-            np.asarray(walker.roles, dtype=np.uint16).tobytes(), digest_size=12
-        ).digest(),
+        renamed_key=hashlib.blake2b(roles.encode(), digest_size=12).digest(),
         features=_features(walker.roles),
         anchors=frozenset(walker.anchors),
+        roles=roles,
     )
 
 
