@@ -29,20 +29,18 @@ def _secs(value: float | None) -> str:
 
 
 def lane_stats(race: Race, lane: Lane, now: float) -> Text:
-    """Two lines: the measured numbers, then the performance model's forecast."""
+    """Three short lines (narrow panes wrap nothing): clock, volume, the model's forecast."""
     text = Text()
     state = ("racing" if not lane.finished
              else "done" if lane.completed else (lane.error or lane.reason or "ended"))
     style = "bold green" if lane.completed else "yellow" if not lane.finished else "bold red"
-    text.append(f"{state:<8}", style=style)
+    text.append(f"{state:<7}", style=style)
     text.append(f" {_secs(lane.elapsed_s(now))}", style="bold")
     ttft = lane.ttft_ms()
     text.append("   TTFT ", style="dim")
     text.append("-" if ttft is None else f"{ttft:,.0f} ms")
-    text.append("   ", style="dim")
-    text.append(f"{lane.stats.tokens:,} tok")
     rate = lane.tokens_per_s(now)
-    text.append("   ", style="dim")
+    text.append(f"\n{lane.stats.tokens:,} tok   ")
     text.append("- tok/s" if rate is None else f"{rate:,.0f} tok/s", style="bold")
     text.append("\n")
     pred = lane.predicted
@@ -53,12 +51,12 @@ def lane_stats(race: Race, lane: Lane, now: float) -> Text:
     tokens = race.expected_tokens(lane)
     text.append("model ", style="dim")
     text.append(f"{'' if exact else '>= '}{_secs(secs)}", style="bold")
-    count = f"{tokens:,} tok" if exact and tokens is not None else f"{lane.stats.tokens:,} tok so far"
-    text.append(f" = {pred.ttft_ms or 0:,.0f} ms + {count} @ {pred.tokens_per_s:,.0f}/s",
-                style="dim")
     if lane.completed and secs:
-        off = (lane.elapsed_s(now) - secs) / secs * 100
-        text.append(f"  (actual {off:+.0f}%)", style="italic")
+        off = round((lane.elapsed_s(now) - secs) / secs * 100)
+        text.append(f" ({'+-0' if off == 0 else f'{off:+d}'}%)", style="italic")
+    count = f"{tokens:,} tok" if exact and tokens is not None else f"{lane.stats.tokens:,} tok so far"
+    text.append(f"  {pred.ttft_ms or 0:,.0f} ms + {count} @ {pred.tokens_per_s:,.0f}/s",
+                style="dim")
     return text
 
 
