@@ -37,11 +37,28 @@ def highlight_lines(path: str, lines: list[str], theme: str = "monokai") -> list
     return parts[: len(lines)]
 
 
-def diff_lines(path: str, old: list[str], new: list[str], *, start: int | None = None) -> Text:
+@lru_cache(maxsize=8192)
+def _highlight_line(lexer: str, line: str, theme: str) -> Text:
+    highlighted = Syntax(line, lexer, theme=theme).highlight(line)
+    highlighted.rstrip()
+    return highlighted
+
+
+def highlight_lines_fast(path: str, lines: list[str], theme: str = "monokai") -> list[Text]:
+    """Line-by-line highlighting with a cache: for text still being written, where each
+    frame adds a few lines to many already seen. Multi-line constructs (docstrings) may
+    colour differently than in the finished hunk, which is highlighted as a whole."""
+    lexer = _lexer_for(path)
+    return [_highlight_line(lexer, line.rstrip("\n"), theme).copy() for line in lines]
+
+
+def diff_lines(path: str, old: list[str], new: list[str], *, start: int | None = None,
+               fast: bool = False) -> Text:
     """A removed/added block with gutters and tinted backgrounds."""
     out = Text()
+    highlight = highlight_lines_fast if fast else highlight_lines
     for prefix, bg, lines in (("-", DEL_BG, old), ("+", ADD_BG, new)):
-        for index, line in enumerate(highlight_lines(path, lines)):
+        for index, line in enumerate(highlight(path, lines)):
             number = "" if start is None or prefix == "+" else str(start + index)
             out.append(f"{number:>5} {prefix} ", style=f"dim {bg}")
             line.stylize(bg)
@@ -68,17 +85,34 @@ def render_hunk(hunk, state: str, index: int, total: int, badges: str = "") -> T
     return text
 
 
-def render_pending(pending) -> Text:
-    """The edit block the model is writing right now, shown live as a diff."""
+PENDING_TAIL_LINES = 40
+
+
+def _tail(text: str, limit: int) -> tuple[list[str], int]:
+    lines = text.splitlines() if text else []
+    hidden = max(0, len(lines) - limit)
+    return lines[hidden:], hidden
+
+
+def render_pending(pending, tail_lines: int = PENDING_TAIL_LINES) -> Text:
+    """The edit block the model is writing right now, shown live as a diff.
+
+    Only the last `tail_lines` lines are highlighted and drawn: the cost of a frame stays
+    flat however long the block grows (a whole new file at 5,000 tokens/s).
+    """
     text = Text()
     text.append(" writing ", style="reverse yellow")
     text.append(f" {pending.path or '(path…)'}", style="bold")
     text.append(f"  [{pending.stage}]\n", style="yellow")
     path = pending.path or ""
-    old = pending.search.splitlines() if pending.search else []
-    new = pending.replace.splitlines() if pending.replace else []
     if pending.stage == "search":
-        text.append_text(diff_lines(path, old, []))
+        old, hidden = _tail(pending.search, tail_lines)
+        new: list[str] = []
     else:
-        text.append_text(diff_lines(path, old, new))
+        new, hidden = _tail(pending.replace, tail_lines)
+        old, hidden_old = _tail(pending.search, max(0, tail_lines - len(new)))
+        hidden += hidden_old
+    if hidden:
+        text.append(f"   … {hidden} line(s) above\n", style="dim")
+    text.append_text(diff_lines(path, old, new, fast=True))
     return text

@@ -27,7 +27,7 @@ class HunkView(Static):
         self._key: tuple | None = None
 
     def show(self, hunk, state: str, index: int, total: int, badges: str) -> None:
-        key = (id(hunk), state, index, total, badges)
+        key = (hunk.id, state, index, total, badges)  # ids are content-stable
         if key != self._key:  # repaint only what changed
             self._key = key
             self.update(render_hunk(hunk, state, index, total, badges))
