@@ -25,7 +25,7 @@ from hwmodel.chips import ChipSpec, parallel_mode, resolve
 from hwmodel.errors import HwModelError
 from hwmodel.models import get_model
 from hwmodel.precision import get_precision, kv_bytes
-from hwmodel.work import Work, build_work, time_of
+from hwmodel.work import ROOFLINE_BLEND, Work, build_work, time_of
 
 PRIOR_WEIGHT = 0.1
 ITERATIONS = 12
@@ -130,8 +130,9 @@ def _rows(points: list[Point], works: list[Work], branches, theta0):
             row = [0.0, 0.0, 0.0, w.layers * 1e-6, 0.0, 1e-6, 0.0]
             comm = 0.0
         else:
-            row = [(w.mem_s if memory else 0.0) + w.elem_s, 0.0 if memory else w.compute_s,
-                   w.layers * 1e-6, 0.0, 1e-6, 0.0, w.kv_s if memory else 0.0]
+            g = ROOFLINE_BLEND
+            row = [(w.mem_s if memory else g * w.mem_s) + w.elem_s, g * w.compute_s if memory else w.compute_s,
+                   w.layers * 1e-6, 0.0, 1e-6, 0.0, w.kv_s if memory else g * w.kv_s]
             comm = w.comm_s
         t = p.ms * 1e-3
         rows.append([v / t for v in row])

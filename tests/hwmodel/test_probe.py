@@ -9,6 +9,7 @@ from hwmodel import probe
 from hwmodel.models import ModelSpec
 from hwmodel.predict import predict
 from hwmodel.probe import LocalMeasurement, NumpyDecoder, chip_from, predict_local
+from hwmodel.work import ROOFLINE_BLEND
 
 MEAS = LocalMeasurement(mem_bw_gbs=10.0, fp32_tflops=0.1, layer_us=30.0, step_us=10.0, mem_gb=16.0)
 SHAPE = ModelSpec(name="t", hidden=256, layers=2, heads=4, kv_heads=2, head_dim=64, ffn=512,
@@ -29,7 +30,10 @@ def test_prediction_is_bytes_over_bandwidth_plus_fixed_costs():
     chip = chip_from(MEAS)
     weights = (SHAPE.layer_params_total + SHAPE.head_params) * 4
     kv = SHAPE.kv_elems_stored(128) * 4
-    expected_ms = (weights + kv) / 10e9 * 1e3 + (2 * 30 + 10) / 1e3
+    flops = SHAPE.linear_flops_per_token() + SHAPE.attn_flops_per_token(128)
+    memory_ms, compute_ms = (weights + kv) / 10e9 * 1e3, flops / 0.1e12 * 1e3
+    assert compute_ms < memory_ms
+    expected_ms = memory_ms + ROOFLINE_BLEND * compute_ms + (2 * 30 + 10) / 1e3
     assert predict_local(chip, SHAPE, 1, 128) == pytest.approx(expected_ms, rel=1e-6)
 
 
