@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from core.client import CoreClient
+from core.client import CoreClient, Delta
 from core.embedded import EmbeddedCore
 
 PROMPT = [{"role": "user", "content": "bench answer"}]
@@ -51,9 +51,10 @@ def _setup(tmp: Path) -> EmbeddedCore:
 async def _first_delta(client: CoreClient) -> float:
     t0 = time.perf_counter()
     stream = await client.generate("instant", PROMPT, max_tokens=1)
-    async for _ in stream:
-        t = time.perf_counter() - t0
-        break
+    async for event in stream:
+        if isinstance(event, Delta):
+            t = time.perf_counter() - t0
+            break
     async for _ in stream:  # drain to done
         pass
     return t
@@ -80,8 +81,8 @@ async def _ttft(client: CoreClient, profile: str) -> tuple[float, float]:
     t0 = time.perf_counter()
     stream = await client.generate(profile, PROMPT, max_tokens=20)
     first = None
-    async for _ in stream:
-        if first is None:
+    async for event in stream:
+        if first is None and isinstance(event, Delta):
             first = time.perf_counter() - t0
     return first * 1e3, stream.done.timing["ttft_ms"]
 
@@ -92,6 +93,8 @@ async def bench_fidelity(url: str, profile: str, rate: float, tokens: int) -> di
     stream = await client.generate(profile, PROMPT, max_tokens=tokens)
     times, counts, n = [], [], 0
     async for ev in stream:
+        if not isinstance(ev, Delta):
+            continue
         n += ev.tokens
         times.append(time.perf_counter())
         counts.append(n)
@@ -156,6 +159,5 @@ def main() -> None:
             core.stop()
 
 
-if __name__ in ("__main__", "bench"):
-    if __name__ == "__main__":
-        main()
+if __name__ == "__main__":
+    main()

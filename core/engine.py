@@ -224,14 +224,16 @@ class StreamJob:
         backend = self.engine.backend(self.profile)
         request = BackendRequest(self.gen.id, messages, max_tokens)
         stream = await backend.open(request)
-        # tell the app at once where this answer comes from (cassette, endpoint)
-        await self.emit(P.info(self.gen.id, "source", source=stream.source))
         try:
             if stream.paced:
                 return await self._paced(stream, messages, t_start)
             return await self._forwarded(stream, messages, t_start)
         finally:
             await stream.aclose()
+
+    async def _say_source(self, stream: BackendStream) -> None:
+        """Tell the app early where this answer comes from (cassette, endpoint)."""
+        await self.emit(P.info(self.gen.id, "source", source=stream.source))
 
     async def _paced(self, stream: BackendStream, messages: list[dict[str, str]],
                      t_start: float) -> LegResult:
@@ -243,6 +245,9 @@ class StreamJob:
             # TTFT is one prompt's prefill (a continuous-batching server prefills each new
             # request as it arrives); the decode rate below follows the live batch size.
             first_rates = engine.rates.rates(profile, batch=1, prompt_tokens=prompt_tokens)
+            source_sent = first_rates.ttft_ms > 0
+            if source_sent:  # free: said while TTFT runs; with no TTFT, after the first delta
+                await self._say_source(stream)
             await _sleep_until(t_start + first_rates.ttft_ms / 1000.0, precise=True)
             pieces = stream.pieces().__aiter__()
             pending = await _next(pieces)
@@ -276,6 +281,9 @@ class StreamJob:
                     self.tokens_sent += len(chunk)
                     t_sent = now
                     await self.emit(P.delta(self.gen.id, text, len(chunk)))
+                    if not source_sent:
+                        source_sent = True
+                        await self._say_source(stream)
                 if pending is None:
                     break
                 next_due = now + (sent + 1 - due) / rates.tokens_per_s
@@ -301,6 +309,7 @@ class StreamJob:
     async def _forwarded(self, stream: BackendStream, messages: list[dict[str, str]],
                          t_start: float) -> LegResult:
         """Live backend: forward pieces as they come, grouped into frames of `frame_ms`."""
+        await self._say_source(stream)  # the endpoint is still thinking: this costs nothing
         frame_s = self.engine.config.frame_ms / 1000.0
         queue: asyncio.Queue[str | None] = asyncio.Queue(maxsize=256)  # bounded: backpressure
         failure: list[BaseException] = []
