@@ -79,20 +79,26 @@ class _OpenAIStream(BackendStream):
         self._response = response
         self._t_sent = t_sent
 
+    async def _events(self) -> AsyncIterator[str]:
+        """SSE `data` payloads: `data:` lines joined until a blank line (or the end)."""
+        data_lines: list[str] = []
+        async for line in self._response.aiter_lines():
+            if line.startswith("data:"):
+                data_lines.append(line[5:].lstrip(" "))
+            elif not line.strip() and data_lines:
+                yield "\n".join(data_lines)
+                data_lines = []
+            # other lines: comments (": ping"), event:/id:/retry: fields, stray blanks
+        if data_lines:  # a last event without its blank line
+            yield "\n".join(data_lines)
+
     async def pieces(self) -> AsyncIterator[str]:
         t_first: float | None = None
         t_last = self._t_sent
         seen_done = False
         n_chunks = 0
-        data_lines: list[str] = []
         try:
-            async for line in self._response.aiter_lines():
-                if line.startswith("data:"):
-                    data_lines.append(line[5:].lstrip(" "))
-                    continue
-                if line.strip() or not data_lines:
-                    continue  # comments (": ..."), event:/id: fields, stray blank lines
-                data, data_lines = "\n".join(data_lines), []
+            async for data in self._events():
                 if data.strip() == "[DONE]":
                     seen_done = True
                     break
@@ -114,7 +120,9 @@ class _OpenAIStream(BackendStream):
                                "(no finish_reason, no [DONE])")
         completion = (self.usage or {}).get("completion_tokens") or n_chunks
         ttft_ms = (t_first - self._t_sent) * 1000.0 if t_first is not None else None
-        tps = completion / (t_last - t_first) if t_first is not None and t_last > t_first else None
+        # like the core's own figure: tokens after the first over the time they took
+        tps = ((completion - 1) / (t_last - t_first)
+               if t_first is not None and t_last > t_first and completion > 1 else None)
         self.measured = {"ttft_ms": None if ttft_ms is None else round(ttft_ms, 3),
                          "tokens_per_s": None if tps is None else round(tps, 3)}
 

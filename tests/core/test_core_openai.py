@@ -254,3 +254,29 @@ async def test_live_pieces_are_grouped_into_frames(tmp_path, fake):
     # ~16 ms apart, except the first (sent at once, for TTFT) and the final flush
     gaps = [b - a for a, b in zip(arrivals[1:-1], arrivals[2:-1])]
     assert gaps and sorted(gaps)[len(gaps) // 2] >= 0.014  # median: robust to CI jitter
+
+
+async def test_sse_dialects_comments_crlf_and_no_final_blank_line():
+    """llama.cpp/Ollama-style quirks: `data:` without a space, comments, CRLF, no last blank."""
+    import httpx
+
+    from core.backends.base import BackendRequest
+    from core.backends.openai import OpenAIBackend
+    from core.profiles import Profile
+
+    body = (b": keep-alive\r\n\r\n"
+            b'data:{"choices":[{"index":0,"delta":{"content":"he"},"finish_reason":null}]}\r\n\r\n'
+            b'data: {"choices":[{"index":0,"delta":{"content":"llo"},"finish_reason":"length"}]}'
+            b"\r\n\r\n"
+            b'data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2}}')
+
+    def reply(request):
+        return httpx.Response(200, content=body, headers={"content-type": "text/event-stream"})
+
+    profile = Profile(name="p", backend="openai", base_url="http://x/v1", api_model="m")
+    backend = OpenAIBackend(profile, env={}, transport=httpx.MockTransport(reply))
+    stream = await backend.open(BackendRequest("a", USER))
+    assert [p async for p in stream.pieces()] == ["he", "llo"]
+    assert stream.finish_reason == "length"
+    assert stream.usage == {"prompt_tokens": 3, "completion_tokens": 2}
+    await backend.aclose()
