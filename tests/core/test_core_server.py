@@ -265,3 +265,14 @@ async def test_stream_limit_per_connection(tmp_path):
             pass
         assert d.done.reason == "length" and not b.finished
         await client.close()
+
+
+async def test_an_id_may_be_reused_after_its_stream_ended(tmp_path):
+    async with running_core(tmp_path) as (url, _):
+        client = await CoreClient.connect(url)
+        for _ in range(2):
+            s = await client.generate("fast", USER, max_tokens=2, stream_id="same")
+            async for _ in s:
+                pass
+            assert s.done.reason == "length"
+        await client.close()
