@@ -9,7 +9,8 @@ Prints, each against a baseline measured in the same run (the machine is shared)
   role tokens replaced: real feature frequencies (the common k-grams grow 30-fold, the
   worst case for posting lists, and every query has ~30 near twins to verify and
   align) without parsing 100,000 functions;
-* recall per clone type and precision on the stdlib evaluation set (bench/dups_eval.py);
+* recall per clone type and precision on the stdlib evaluation set (bench/dups_eval.py),
+  through ``check_source`` (what the app calls) and through ``pairs()`` (``dups scan``);
 * ``analyze_change`` (ruff subprocess + our rules) on a stdlib module, against ast.parse.
 """
 
@@ -126,11 +127,16 @@ def main() -> None:
           f"p50 {p50:.2f} ms, p95 {p95:.2f} ms (target < 10 ms), p99 {p99:.2f} ms; "
           f"p95 = {p95 / base95:.1f}x ast.parse of the same source ({base95:.2f} ms)")
 
-    scores = dups_eval.run(150)
+    built = dups_eval.build_cases(150)
+    scores = dups_eval.run(150, built)
     for kind, value in scores.recall.items():
-        print(f"dups recall {kind}: {value:.3f}")
-    print(f"dups precision: {scores.precision:.3f}; clone-type labels right: "
+        print(f"dups check recall {kind}: {value:.3f}")
+    print(f"dups check precision: {scores.precision:.3f}; clone-type labels right: "
           f"{scores.label_accuracy:.3f}; negatives flagged: {scores.negatives_flagged:.3f}")
+    scan = dups_eval.evaluate_scan(*built)
+    print("dups scan recall " + ", ".join(f"{k} {v:.3f}" for k, v in scan.recall.items())
+          + f"; precision {scan.precision:.3f} (counting clones of the original: "
+          f"{scan.precision_transitive:.3f}); negatives paired {scan.negatives_flagged:.3f}")
 
     text = (Path(dups_eval.stdlib_modules()[0]).parent / "textwrap.py").read_text()
     t0 = time.perf_counter()

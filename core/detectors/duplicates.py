@@ -203,6 +203,9 @@ class DuplicateIndex:
         self._entries: list[_Entry | None] = []
         self._by_file: dict[str, list[int]] = {}
         self._file_sizes: dict[str, int] = {}
+        # functions big enough to check but too small to index: `pairs()` still asks
+        # about them, so a near-miss copy that lost a statement is paired in a scan too
+        self._probes: dict[str, list[FunctionUnit]] = {}
         self._exact: dict[bytes, set[int]] = {}
         self._renamed: dict[bytes, set[int]] = {}
         self._features = FeatureIndex()
@@ -226,6 +229,7 @@ class DuplicateIndex:
         also how the benchmark loads 100,000 functions without parsing them)."""
         with self._lock:
             self._entries, self._by_file, self._file_sizes = [], {}, {}
+            self._probes = {}
             self._exact, self._renamed = {}, {}
             self._features = FeatureIndex()
             self._function_count = 0
@@ -275,6 +279,9 @@ class DuplicateIndex:
     def _insert(self, rel: str, units: list[FunctionUnit], *, into_delta: bool) -> None:
         ids = []
         self._function_count += len(units)
+        probes = [u for u in units if u.checkable and not u.indexable]
+        if probes:
+            self._probes[rel] = probes
         for unit in units:
             if not unit.indexable:
                 continue
@@ -302,6 +309,7 @@ class DuplicateIndex:
                     if not group:
                         del table[key]
         self._function_count -= self._file_sizes.pop(rel, 0)
+        self._probes.pop(rel, None)
 
     def _freeze(self) -> None:
         self._features.freeze(
@@ -353,6 +361,7 @@ class DuplicateIndex:
 
     def _rank(self, unit: FunctionUnit, found: dict[int, tuple[float, int]],
               skip: Callable[[_Entry], bool], limit: int) -> list[tuple[int, float, int]]:
+        """Best first, and only the twins worth showing beside the best."""
         entries = self._entries
         scored = []
         for uid, (sim, ctype) in found.items():
@@ -419,27 +428,28 @@ class DuplicateIndex:
 
     def pairs(self) -> list[ClonePair]:
         """Every clone pair within the indexed tree, sorted by path and line."""
-        out: dict[tuple[int, int], tuple[float, int]] = {}
-        with self._lock:
-            for uid, entry in enumerate(self._entries):
-                if entry is None:
-                    continue
+        out: dict[tuple[FunctionRef, FunctionRef], tuple[float, int]] = {}
 
-                def skip(other: _Entry, me: _Entry = entry) -> bool:
+        def ref(path: str, unit: FunctionUnit) -> FunctionRef:
+            return FunctionRef(path, unit.symbol, unit.line)
+
+        def add(a: FunctionRef, b: FunctionRef, sim: float, ctype: int) -> None:
+            key = (a, b) if (a.path, a.line) <= (b.path, b.line) else (b, a)
+            if key not in out or (ctype, -sim) < (out[key][1], -out[key][0]):
+                out[key] = (sim, ctype)
+
+        with self._lock:
+            queries = [(e.path, e.unit, e) for e in self._entries if e is not None]
+            queries += [(p, u, None) for p, units in self._probes.items() for u in units]
+            for path, unit, me in queries:
+
+                def skip(other: _Entry, me: _Entry | None = me) -> bool:
                     return other is me
 
-                for other, sim, ctype in self._matches(entry.unit, skip, CANDIDATES):
-                    key = (min(uid, other), max(uid, other))
-                    if key not in out or (ctype, -sim) < (out[key][1], -out[key][0]):
-                        out[key] = (sim, ctype)
-            pairs = []
-            for (u, v), (sim, ctype) in out.items():
-                ea, eb = self._entries[u], self._entries[v]
-                assert ea is not None and eb is not None
-                ra = FunctionRef(ea.path, ea.unit.symbol, ea.unit.line)
-                rb = FunctionRef(eb.path, eb.unit.symbol, eb.unit.line)
-                if (rb.path, rb.line) < (ra.path, ra.line):
-                    ra, rb = rb, ra
-                pairs.append(ClonePair(ra, rb, sim, ctype))
+                for uid, sim, ctype in self._matches(unit, skip, CANDIDATES):
+                    twin = self._entries[uid]
+                    assert twin is not None
+                    add(ref(path, unit), ref(twin.path, twin.unit), sim, ctype)
+        pairs = [ClonePair(a, b, sim, ctype) for (a, b), (sim, ctype) in out.items()]
         pairs.sort(key=lambda p: (p.a.path, p.a.line, p.b.path, p.b.line))
         return pairs

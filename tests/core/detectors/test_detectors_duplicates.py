@@ -225,3 +225,26 @@ def test_events_for_files_the_walk_skips_are_ignored(tree: Path, index: Duplicat
     (tree / "render.py").write_text(UNRELATED)
     index.update_file(str(tree / "render.py"))  # absolute paths under the root work too
     assert index.check_source(UNRELATED)[0].twin_path == "render.py"
+
+
+def test_scan_pairs_a_copy_that_shrank_below_the_index_size(tmp_path: Path) -> None:
+    original = '''
+def load(path, default):
+    log.debug("loading %s", path)
+    if not path.exists():
+        return default
+    return parse(path.read_text(encoding="utf-8"), strict=True)
+'''
+    shrunk = '''
+def load_file(p, fallback):
+    if not p.exists():
+        return fallback
+    return parse(p.read_text(encoding="utf-8"), strict=True)
+'''
+    (tmp_path / "a.py").write_text(original)
+    (tmp_path / "b.py").write_text(shrunk)
+    idx = DuplicateIndex(tmp_path)
+    idx.build()
+    assert idx.indexed_count == 1  # the copy is too small to index...
+    [pair] = idx.pairs()  # ...but a scan still asks about it
+    assert (pair.a.symbol, pair.b.symbol, pair.clone_type) == ("load", "load_file", 3)
