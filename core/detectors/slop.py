@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import ast
 import difflib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from core.detectors.ruff_rules import RawFinding, RuffUnavailable, run_ruff
-from core.detectors.slop_rules import OWN_RULES
+from core.detectors.slop_rules import OWN_RULES, comprehension_fix
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +89,18 @@ def line_changes(old_text: str, new_text: str) -> tuple[int, int]:
     return added, removed
 
 
+def _with_comprehension_fix(f: RawFinding, text: str, tree: ast.Module | None) -> RawFinding:
+    """Ruff finds loops that only append but offers no fix for them; we write one."""
+    if f.rule_id != "PERF401" or f.fix is not None:
+        return f
+    fix = comprehension_fix(text, tree, f.line)
+    if fix is None:
+        return f
+    replacement, start, end = fix
+    # not "safe": the loop variable no longer exists after a comprehension
+    return replace(f, fix=replacement, fix_start=start, fix_end=end, fix_safe=False)
+
+
 def _has_comment(text: str, first: int, last: int) -> bool:
     """Whether lines first..last (1-based) carry a comment (tokenized, not a '#' in a string)."""
     import io
@@ -130,6 +142,7 @@ def analyze_change(path: str, old_text: str, new_text: str) -> SlopReport:
         tree = None
     for rule in OWN_RULES:
         raw += rule(new_text, tree)
+    raw = [_with_comprehension_fix(f, new_text, tree) for f in raw]
     seen: set[tuple[str, int]] = set()
     for f in sorted(raw, key=lambda r: (r.line, r.rule_id)):
         if (f.rule_id, f.line) in seen:

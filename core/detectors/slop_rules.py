@@ -370,3 +370,77 @@ OWN_RULES = (
     restating_comments, len_comparisons, long_functions, deep_nesting, repeated_blocks,
     repeated_literals,
 )
+
+
+def _append_target(stmt: ast.stmt) -> tuple[str, ast.expr] | None:
+    """(list name, appended value) when `stmt` is `name.append(value)`."""
+    if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+        return None
+    call = stmt.value
+    if (
+        isinstance(call.func, ast.Attribute)
+        and call.func.attr == "append"
+        and isinstance(call.func.value, ast.Name)
+        and len(call.args) == 1
+        and not call.keywords
+        and not isinstance(call.args[0], ast.Starred)
+    ):
+        return call.func.value.id, call.args[0]
+    return None
+
+
+def comprehension_fix(text: str, tree: ast.Module | None, line: int) -> tuple[str, int, int] | None:
+    """A list comprehension replacing `x = []` + a loop that only appends to x.
+
+    Handles the common shape: the empty list assigned right before the loop, a loop
+    body that is one `x.append(v)`, optionally inside one `if` without `else`. Returns
+    (replacement text, first line, last line) or None when the shape is anything else.
+    """
+    if tree is None:
+        return None
+    lines = text.split("\n")
+    for parent in ast.walk(tree):
+        for field in ("body", "orelse", "finalbody"):
+            body = getattr(parent, field, None)
+            if not isinstance(body, list):
+                continue
+            for i, loop in enumerate(body):
+                if not (isinstance(loop, ast.For) and i > 0 and not loop.orelse):
+                    continue
+                if not (loop.lineno <= line <= (loop.end_lineno or loop.lineno)):
+                    continue
+                fix = _loop_to_comprehension(body[i - 1], loop, lines)
+                if fix is not None:
+                    return fix
+    return None
+
+
+def _loop_to_comprehension(
+    init: ast.stmt, loop: ast.For, lines: list[str]
+) -> tuple[str, int, int] | None:
+    if not (
+        isinstance(init, ast.Assign)
+        and len(init.targets) == 1
+        and isinstance(init.targets[0], ast.Name)
+        and isinstance(init.value, ast.List)
+        and not init.value.elts
+        and init.end_lineno == init.lineno
+    ):
+        return None
+    name = init.targets[0].id
+    [stmt] = loop.body if len(loop.body) == 1 else [None]
+    condition = None
+    if isinstance(stmt, ast.If) and not stmt.orelse and len(stmt.body) == 1:
+        condition, stmt = stmt.test, stmt.body[0]
+    appended = _append_target(stmt) if stmt is not None else None
+    if appended is None or appended[0] != name:
+        return None
+    if any(isinstance(n, ast.Name) and n.id == name
+           for part in (loop.iter, appended[1], condition) if part is not None
+           for n in ast.walk(part)):
+        return None  # the loop reads the list it builds
+    indent = lines[init.lineno - 1][: init.col_offset]
+    clause = f" if {ast.unparse(condition)}" if condition is not None else ""
+    comp = (f"{indent}{name} = [{ast.unparse(appended[1])} for {ast.unparse(loop.target)} "
+            f"in {ast.unparse(loop.iter)}{clause}]\n")
+    return comp, init.lineno, loop.end_lineno or loop.lineno

@@ -145,7 +145,7 @@ def test_long_function_rule() -> None:
     assert len(got) == 1 and "108 lines" in got[0].message
 
 
-@pytest.mark.parametrize("rule", ["RET505", "SLOP001", "SLOP002", "F401", "SIM103"])
+@pytest.mark.parametrize("rule", ["RET505", "SLOP001", "SLOP002", "F401", "SIM103", "PERF401"])
 def test_mechanical_fixes_apply_and_clear_the_finding(rule: str) -> None:
     text = textwrap.dedent(CASES[rule])
     [f] = [f for f in analyze_change("mod.py", "", text).findings if f.rule_id == rule]
@@ -207,3 +207,21 @@ def test_non_python_and_broken_files() -> None:
 def test_added_line_numbers() -> None:
     assert added_line_numbers("a\nb\nc\n", "a\nx\nb\nc\ny\n") == {2, 5}
     assert added_line_numbers("", "a\nb\n") == {1, 2}
+
+
+def test_comprehension_fix_keeps_the_filter_and_refuses_other_shapes() -> None:
+    text = textwrap.dedent(CASES["PERF401"])
+    [f] = [f for f in analyze_change("mod.py", "", text).findings if f.rule_id == "PERF401"]
+    assert f.fix == "    names = [user.name.title() for user in users if user.active]\n"
+    assert (f.fix_start, f.fix_end, f.fix_safe) == (3, 6, False)
+    reads_itself = textwrap.dedent("""
+        def dedupe(items):
+            seen = []
+            for item in items:
+                if item not in seen:
+                    seen.append(item)
+            return seen
+    """)
+    found = [f for f in analyze_change("mod.py", "", reads_itself).findings
+             if f.rule_id == "PERF401"]
+    assert all(f.fix is None for f in found)
