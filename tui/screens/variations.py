@@ -139,18 +139,28 @@ class VariationsScreen(ModalScreen[VariationChoice | None]):
         self.query_one("#vary-cost", Static).update(self.cost_line())
 
     def cost_line(self) -> Text:
-        """The model's price of N at once: per-stream speed against one stream, and TTFT."""
+        """The model's price of N at once: per-stream speed against one stream, and TTFT.
+
+        hwmodel gives the ratio (batch N against batch 1); it is applied to the core's own
+        single-stream prediction from the welcome frame, which knows the profile's precision
+        and prompt size, so the header agrees with how the core paces the streams."""
         cost, entry = self.cost, self._profile_entry()
         text = Text("model ", style="dim")
         if cost is None:
             return text.append("...")
-        text.append(cost.describe(), style="bold")
-        if cost.ttft_ms is not None:
-            text.append(f"  first token {cost.ttft_ms:,.0f} ms")
-            if cost.single_ttft_ms and abs(cost.ttft_ms - cost.single_ttft_ms) >= 1:
-                text.append(f" (one: {cost.single_ttft_ms:,.0f} ms)", style="dim")
-        if cost.total_tokens_per_s:
-            text.append(f"  total {cost.total_tokens_per_s:,.0f} tok/s", style="dim")
+        pred = entry.get("predicted") or {}
+        one_tps, one_ttft = pred.get("tokens_per_s"), pred.get("ttft_ms")
+        ratio = cost.per_stream_ratio
+        if isinstance(one_tps, int | float) and one_tps > 0 and ratio:
+            each = one_tps * ratio
+            text.append(f"{self.n} streams: {each:,.0f} tok/s each", style="bold")
+            text.append(f" ({ratio:.0%} of one at {one_tps:,.0f})")
+            text.append(f"  total {each * self.n:,.0f} tok/s", style="dim")
+        else:
+            text.append(cost.describe(), style="bold")
+        if isinstance(one_ttft, int | float) and cost.ttft_ms is not None and cost.single_ttft_ms:
+            text.append(f"  first token x{cost.ttft_ms / cost.single_ttft_ms:.1f}"
+                        f" ({one_ttft * cost.ttft_ms / cost.single_ttft_ms:,.0f} ms)")
         where = "/".join(str(entry[k]) for k in ("chip", "model") if entry.get(k))
         source = cost.source if cost.source == "hwmodel" else "estimate"
         text.append(f"  [{source}{' ' + where if where else ''}]", style="dim")
