@@ -33,6 +33,7 @@ MAX_ALIGN_TOKENS = 5000  # longer sequences: k-grams alone (one statement is a s
 ALIGN_AT_MOST = 20  # candidates aligned per query, best Jaccard first
 PRUNE_BELOW = 0.6  # candidates estimated below this share of the floor are not verified
 NEAR_BEST = 0.05  # other near misses are reported only this close to the best one
+LEXICAL_MARGIN = 0.25  # ... and sharing about as many names (see _rank)
 CANDIDATES = 40  # candidates verified per query
 MAX_FILE_BYTES = 2_000_000  # larger .py files are generated data, not code anyone reads
 EXCLUDED_DIRS = {
@@ -373,14 +374,17 @@ class DuplicateIndex:
         scored.sort()
         if not scored:
             return []
-        best_type, best = scored[0][0], -scored[0][1]
+        best_type, best, best_lex = scored[0][0], -scored[0][1], -scored[0][2]
         return [
             (uid, -neg_sim, ctype)
-            for ctype, neg_sim, _lex, uid in scored[:limit]
-            # beside an exact or renamed copy a near miss is noise; among near misses
-            # only those about as close as the best
-            if (ctype < 3 if best_type < 3 else -neg_sim >= best - NEAR_BEST)
-        ]
+            for ctype, neg_sim, neg_lex, uid in scored
+            # only the closest kind of twin: beside an exact copy, same-shaped renamed
+            # functions are noise. Of several renamed or near twins, only those about as
+            # close as the best in shape and in the names they use.
+            if ctype == best_type
+            and (ctype == 1 or -neg_lex >= best_lex - LEXICAL_MARGIN)
+            and -neg_sim >= best - NEAR_BEST
+        ][:limit]
 
     def check_source(
         self,

@@ -27,11 +27,11 @@ import numpy as np
 
 SHINGLE = 4  # k of the k-grams over role tokens
 MIN_STATEMENTS = 3  # smaller functions (getters, one-line wrappers) are not indexed
-MIN_TOKENS = 30  # ... nor are functions with fewer role tokens than this
+MIN_TOKENS = 20  # ... nor are functions with fewer role tokens than this
 # a function being checked may be a little smaller: a near-miss copy that lost a
 # statement of an indexed function is still worth reporting
 QUERY_MIN_STATEMENTS = 2
-QUERY_MIN_TOKENS = 20
+QUERY_MIN_TOKENS = 15
 
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SKIP = (ast.expr_context,)

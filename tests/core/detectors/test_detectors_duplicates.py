@@ -231,15 +231,13 @@ def test_scan_pairs_a_copy_that_shrank_below_the_index_size(tmp_path: Path) -> N
     original = '''
 def load(path, default):
     log.debug("loading %s", path)
-    if not path.exists():
-        return default
-    return parse(path.read_text(encoding="utf-8"), strict=True)
+    text = path.read_text(encoding="utf-8")
+    return parse(text, strict=True, default=default)
 '''
     shrunk = '''
 def load_file(p, fallback):
-    if not p.exists():
-        return fallback
-    return parse(p.read_text(encoding="utf-8"), strict=True)
+    text = p.read_text(encoding="utf-8")
+    return parse(text, strict=True, default=fallback)
 '''
     (tmp_path / "a.py").write_text(original)
     (tmp_path / "b.py").write_text(shrunk)
