@@ -25,6 +25,8 @@ SUBCOMMANDS: dict[str, str] = {
     "context": "core.context.cli",
     "race": "tui.race_command",
     "report": "core.report.cli",
+    "vary": "tui.discipline_commands",
+    "batch": "tui.discipline_commands",
 }
 
 
