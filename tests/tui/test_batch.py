@@ -137,3 +137,36 @@ async def test_workstation_reviews_the_batch_one_answer_after_the_other(demo_roo
         await pilot.pause(0.3)
         assert not isinstance(app.screen, BatchScreen)     # nothing left: it stays closed
         assert current_job(app) is None
+
+
+def test_batch_command_rejects_bad_input(tmp_path, capsys):
+    from tui.cli import main as spark_main
+
+    assert spark_main(["batch", str(tmp_path / "nope.txt"), str(tmp_path)]) == 2
+    assert "cannot read the task queue" in capsys.readouterr().err
+    queue = tmp_path / "queue.txt"
+    queue.write_text("# only a comment\n\n")
+    assert spark_main(["batch", str(queue), str(tmp_path)]) == 2
+    assert "no prompts" in capsys.readouterr().err
+    queue.write_text("a task\n")
+    assert spark_main(["batch", str(queue), str(tmp_path), "--max-parallel", "0"]) == 2
+    assert "--max-parallel" in capsys.readouterr().err
+
+
+async def test_spark_batch_opens_the_workstation_on_the_batch(demo_root, core_url, tmp_path,
+                                                               monkeypatch):
+    from tui import discipline_commands
+    from tui.cli import main as spark_main
+
+    queue = tmp_path / "queue.txt"
+    queue.write_text("\n".join(PROMPTS) + "\n")
+    opened = {}
+    monkeypatch.setattr(discipline_commands, "_open",
+                        lambda root, args, on_ready: opened.update(hook=on_ready))
+    spark_main(["batch", str(queue), str(demo_root), "--max-parallel", "1"])
+    app = discipline_commands.ready_app_class(opened["hook"])(demo_root, core_url)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, BatchScreen), what="the batch")
+        job = app.screen.job
+        assert job.prompts == PROMPTS and job.run.max_parallel == 1
+        await wait_for(pilot, lambda: job.finished, what="the batch to run")

@@ -137,3 +137,33 @@ async def test_workstation_loads_the_taken_variation_into_the_loop(demo_root, co
         assert not isinstance(app.screen, VariationsScreen)
         assert app.answer.text == screen.variations.variations[1].text
         assert app.answer.hunks
+
+
+def test_vary_command_rejects_bad_input(tmp_path, capsys):
+    from tui.cli import main as spark_main
+
+    assert spark_main(["vary", "0", "x", str(tmp_path)]) == 2
+    assert "N must be 1..16" in capsys.readouterr().err
+    assert spark_main(["vary", "3", "  ", str(tmp_path)]) == 2
+    assert "need a prompt" in capsys.readouterr().err
+    assert spark_main(["vary", "3", "x", str(tmp_path / "missing")]) == 2
+    assert "no such folder" in capsys.readouterr().err
+
+
+async def test_spark_vary_opens_the_workstation_on_the_variations(demo_root, core_url,
+                                                                   monkeypatch):
+    """`spark vary 2 PROMPT PATH`: the command's hook pushes the screen once connected."""
+    from tui import discipline_commands
+    from tui.cli import main as spark_main
+
+    opened = {}
+    monkeypatch.setattr(discipline_commands, "_open",
+                        lambda root, args, on_ready: opened.update(root=root, hook=on_ready))
+    assert spark_main(["vary", "2", PROMPT, str(demo_root)]) in (0, None)
+    assert opened["root"] == demo_root.resolve()
+    app = discipline_commands.ready_app_class(opened["hook"])(demo_root, core_url)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, VariationsScreen),
+                       what="the variations screen")
+        assert app.screen.n == 2 and app.screen.prompt == PROMPT
+        await pilot.press("escape")
