@@ -246,3 +246,10 @@ def load_file(p, fallback):
     assert idx.indexed_count == 1  # the copy is too small to index...
     [pair] = idx.pairs()  # ...but a scan still asks about it
     assert (pair.a.symbol, pair.b.symbol, pair.clone_type) == ("load", "load_file", 3)
+
+
+def test_check_can_be_limited_to_changed_lines(index: DuplicateIndex) -> None:
+    source = UNRELATED + "\n" + RENAMED_COPY  # parse_day starts on line 11
+    assert [m.new_symbol for m in index.check_source(source)] == ["parse_day"]
+    assert index.check_source(source, lines={3, 4}) == []
+    assert [m.new_symbol for m in index.check_source(source, lines=[13])] == ["parse_day"]
