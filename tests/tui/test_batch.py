@@ -128,8 +128,9 @@ async def test_workstation_reviews_the_batch_one_answer_after_the_other(demo_roo
             await wait_for(pilot, lambda: isinstance(app.screen, BatchScreen),
                            what=f"the batch screen before answer {index + 1}")
             await pilot.press("enter")
-            await wait_for(pilot, lambda: app.answer is not None and app.settled
-                           and app.answer.text == job.answers[index].text,
+            text = job.answers[index].text
+            await wait_for(pilot, lambda text=text: app.answer is not None and app.settled
+                           and app.answer.text == text,
                            what=f"answer {index + 1} in the main loop")
             while app.answer.undecided:
                 await pilot.press("r")

@@ -15,6 +15,7 @@ import time
 import weakref
 from contextlib import aclosing
 from dataclasses import dataclass
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -23,6 +24,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Static, TextArea
 
 from core.batch import CANCELLED, DONE, FAILED, QUEUED, RUNNING, BatchRun, BatchTask, parse_queue
+from core.client import CoreError, Delta
 from core.session import AnswerRun
 
 FRAME_S = 1 / 30
@@ -89,8 +91,6 @@ class BatchJob:
 
     async def _generate(self, task: BatchTask) -> AnswerRun:
         """One task: its own request from its own context, streamed, parsed and diffed."""
-        from core.client import CoreError, Delta
-
         run = AnswerRun(self.station.workspace, task.prompt, self.profile)
         self.answers[task.index] = run
         messages, report = await asyncio.to_thread(task.context.build_request, task.prompt)
@@ -133,7 +133,7 @@ class BatchJob:
             if stream is not None:
                 try:
                     await stream.cancel()
-                except Exception:  # the connection may be gone; cancelling must still work
+                except CoreError:  # the connection is gone: the stream ended with it
                     pass
         self._changed()
 
@@ -185,7 +185,7 @@ class BatchScreen(ModalScreen[BatchResult | None]):
     BatchScreen > TextArea { height: 1fr; }
     """
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[Binding]] = [
         Binding("enter", "review_next", "Review next"),
         Binding("x", "cancel_batch", "Cancel rest"),
         Binding("ctrl+s", "start_queue", "Run queue", show=False),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -48,7 +49,7 @@ class ReportScreen(ModalScreen[None]):
     ReportScreen > VerticalScroll { height: 1fr; padding: 0 1; }
     """
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[Binding]] = [
         Binding("r", "reload", "Reload"),
         Binding("escape", "close", "Close"),
     ]

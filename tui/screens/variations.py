@@ -16,6 +16,7 @@ import asyncio
 import time
 from contextlib import aclosing
 from dataclasses import dataclass
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -24,9 +25,15 @@ from textual.containers import Grid
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
+from core.client import CoreError, Delta
 from core.session import AnswerRun, Review, StreamStats
-from core.variations import DEFAULT_VARIATIONS, ParallelCost, VariationSet, check_count, \
-    predict_parallel_cost
+from core.variations import (
+    DEFAULT_VARIATIONS,
+    ParallelCost,
+    VariationSet,
+    check_count,
+    predict_parallel_cost,
+)
 from tui.widgets.variation_pane import VariationPane, slop_per_100
 
 FRAME_S = 1 / 30
@@ -66,7 +73,7 @@ class VariationsScreen(ModalScreen[VariationChoice | None]):
     VariationsScreen > #vary-grid { height: 1fr; grid-gutter: 0 0; }
     """
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[Binding]] = [
         *[Binding(str(d), f"take({d - 1})", f"Take {d}", show=d == 1) for d in range(1, 10)],
         Binding("0", "take(9)", "Take 10", show=False),
         Binding("enter", "take_focused", "Take focused"),
@@ -168,8 +175,6 @@ class VariationsScreen(ModalScreen[VariationChoice | None]):
 
     # -- streaming ---------------------------------------------------------------------------
     async def _run_one(self, index: int) -> None:
-        from core.client import CoreError, Delta
-
         run, stats = self.runs[index], self.stats[index]
         stats.started = time.perf_counter()
         done = None
@@ -237,7 +242,7 @@ class VariationsScreen(ModalScreen[VariationChoice | None]):
             await self._rebuild(index)
             async with self._review_lock:
                 review = await asyncio.to_thread(self.station.review, self.runs[index])
-        except Exception as exc:  # a detector failure must not take the variation away
+        except Exception as exc:  # noqa: BLE001 - a detector failure must not cost the answer
             self.notify(f"variation {index + 1}: review failed: {exc}", severity="warning")
             return
         finally:
@@ -301,7 +306,7 @@ class VariationsScreen(ModalScreen[VariationChoice | None]):
             if index != keep and not (v.done or v.error):
                 try:
                     await stream.cancel()
-                except Exception:  # the connection may be gone; closing must still work
+                except CoreError:  # the connection is gone: the stream ended with it
                     pass
 
     async def action_take(self, index: int) -> None:

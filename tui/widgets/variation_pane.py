@@ -160,5 +160,8 @@ class VariationPane(Vertical, can_focus=True):
             badges = review.badges() if review is not None else {}
             self.query_one(".variation-body", Static).update(
                 variation_body(v, run, dark, badges=badges, cache=self._hunk_cache))
+            scroll = self.query_one(VerticalScroll)
             if not (v.done or v.error):
-                self.query_one(VerticalScroll).scroll_end(animate=False)
+                scroll.scroll_end(animate=False)    # follow the writing
+            else:
+                scroll.scroll_home(animate=False)   # finished: read it from the first hunk
