@@ -355,8 +355,11 @@ def open_batch(app, prompts: list[str] | None = None, *, max_parallel: int | Non
     if job is not None:
         screen = BatchScreen.resume(job)
     else:
-        screen = BatchScreen(app.client, list(prompts or []), app.station,
-                             profile or app.profile, max_parallel or 4)
+        from core.batch import max_parallel_for
+
+        profile = profile or app.profile
+        limit = max_parallel or max_parallel_for(app.client.profile(profile))
+        screen = BatchScreen(app.client, list(prompts or []), app.station, profile, limit)
     _push(app, screen)
     return screen
 
