@@ -37,7 +37,7 @@ class Prediction:
     basis: str | None = None
 
     @classmethod
-    def from_profile(cls, entry: dict[str, Any] | None) -> "Prediction":
+    def from_profile(cls, entry: dict[str, Any] | None) -> Prediction:
         pred = (entry or {}).get("predicted") or {}
         ttft, tps = pred.get("ttft_ms"), pred.get("tokens_per_s")
         return cls(float(ttft) if isinstance(ttft, (int, float)) else None,

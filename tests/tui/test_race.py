@@ -11,12 +11,11 @@ from textual.app import App
 
 from core.client import CoreClient
 from core.race import Prediction, Race, RaceResult
-from themes import DEFAULT_THEME, register_themes
 from tests.tui.conftest import wait_for
+from themes import DEFAULT_THEME, register_themes
 from tui.cli import main as spark_main
 from tui.race_command import make_race_app, race_messages
 from tui.screens.race import RaceScreen
-from tui.widgets.race_pane import RacePane
 
 PROMPT = "add docstrings to the functions in report.py"
 CAP = 40

@@ -9,7 +9,9 @@ model's predicted finish, repainted at most once per frame. The screen dismisses
 
 from __future__ import annotations
 
+import logging
 from contextlib import aclosing
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -18,10 +20,12 @@ from textual.containers import Horizontal
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
+from core.client import CoreError, Delta
 from core.race import Prediction, Race, RaceResult
 from tui.widgets.race_pane import RacePane
 
 FRAME_S = 1 / 30
+log = logging.getLogger(__name__)
 
 
 class RaceScreen(ModalScreen[RaceResult | None]):
@@ -43,7 +47,7 @@ class RaceScreen(ModalScreen[RaceResult | None]):
     RaceScreen > #race-lanes { height: 1fr; }
     """
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[Binding]] = [
         Binding("1", "take(0)", "Take left"),
         Binding("2", "take(1)", "Take right"),
         Binding("left", "focus_pane(0)", "Left", show=False),
@@ -99,8 +103,6 @@ class RaceScreen(ModalScreen[RaceResult | None]):
 
     # -- streaming ---------------------------------------------------------------------------
     async def _run_lane(self, profile: str) -> None:
-        from core.client import CoreError, Delta
-
         try:
             stream = await self.client.generate(profile, self.messages,
                                                 max_tokens=self.max_tokens)
@@ -143,8 +145,8 @@ class RaceScreen(ModalScreen[RaceResult | None]):
             if not self.race.lane(profile).finished:
                 try:
                     await stream.cancel()
-                except Exception:  # the connection may be gone; closing must still work
-                    pass
+                except CoreError as exc:  # the connection may be gone; closing must still work
+                    log.info("could not cancel %s's stream: %s", profile, exc)
 
     async def action_take(self, index: int) -> None:
         lane = self.race.lanes[index]
