@@ -16,6 +16,9 @@ from textual.widgets import Static
 from core.race import Lane, Race
 
 LIGHTNING = "\u26a1"
+# the text re-highlights at most this often while streaming (nobody reads 30 new tails a
+# second); the numbers above it still repaint every frame
+TEXT_FRAME_S = 1 / 15
 BRAIN = "\U0001f9e0"
 
 
@@ -101,6 +104,7 @@ class RacePane(Vertical, can_focus=True):
         self.border_subtitle = subtitle
         self._stats_key: tuple | None = None
         self._text_key: tuple | None = None
+        self._text_painted = float("-inf")
 
     def compose(self) -> ComposeResult:
         yield Static("", classes="race-stats")
@@ -117,8 +121,10 @@ class RacePane(Vertical, can_focus=True):
             self._stats_key = key
             self.query_one(".race-stats", Static).update(lane_stats(race, lane, now))
         text_key = (len(lane.text), lane.finished)
-        if text_key != self._text_key:
+        throttled = not lane.finished and now - self._text_painted < TEXT_FRAME_S
+        if text_key != self._text_key and not throttled:
             self._text_key = text_key
+            self._text_painted = now
             body = self.query_one(VerticalScroll)
             tail = None if lane.finished else max(body.size.height, 20)
             self.query_one(".race-answer", Static).update(answer_view(lane, tail))
