@@ -194,7 +194,22 @@ async def test_workstation_opens_on_the_race_and_1_loads_spark_into_the_loop(dem
         assert app.answer.text == race.lane("spark").text
 
 
-def _finished_race() -> Race:
+async def test_a_finished_answer_reads_from_the_top_and_scrolls_with_keys():
+    race = _finished_race(repeat=30)                  # longer than the pane
+    app = Host(lambda: RaceScreen(None, race.prompt, [], race=race))
+    async with app.run_test(size=(100, 24)) as pilot:
+        await pilot.pause(0.1)
+        body = app.screen.query_one("#race-lane-1 VerticalScroll")
+        assert body.max_scroll_y > 0 and body.scroll_y == 0
+        await pilot.press("pagedown")
+        await pilot.pause(0.05)
+        assert body.scroll_y == 10
+        await pilot.press("up")
+        await pilot.pause(0.05)
+        assert body.scroll_y == 9
+
+
+def _finished_race(repeat: int = 1) -> Race:
     """A race with fixed numbers on a fake clock: the snapshot has no live timer in it."""
     now = [0.0]
     race = Race("add docstrings to report.py", ("spark", "base"), clock=lambda: now[0],
@@ -202,7 +217,7 @@ def _finished_race() -> Race:
                            "base": Prediction(600.0, 65.0, "pinned")})
     race.start()
     answer = ('report.py\n```python\n<<<<<<< SEARCH\ndef total(rows):\n=======\n'
-              'def total(rows):\n    """Sum the amounts of `rows`."""\n>>>>>>> REPLACE\n```\n')
+              'def total(rows):\n    """Sum the amounts of `rows`."""\n>>>>>>> REPLACE\n```\n') * repeat
     now[0] = 0.081
     race.feed("spark", answer[:40], 10)
     now[0] = 0.40

@@ -6,8 +6,11 @@ it shows has changed, so two panes at a frame each cost little even at 5,000 tok
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.highlight import highlight
@@ -96,6 +99,13 @@ class RacePane(Vertical, can_focus=True):
     RacePane > VerticalScroll { height: 1fr; }
     """
 
+    BINDINGS: ClassVar[list[Binding]] = [
+        Binding("up", "scroll_body(-1)", "Scroll up", show=False),
+        Binding("down", "scroll_body(1)", "Scroll down", show=False),
+        Binding("pageup", "scroll_body(-10)", "Page up", show=False),
+        Binding("pagedown", "scroll_body(10)", "Page down", show=False),
+    ]
+
     def __init__(self, profile: str, key: str, subtitle: str = "", **kwargs) -> None:
         super().__init__(**kwargs)
         self.profile = profile
@@ -110,6 +120,10 @@ class RacePane(Vertical, can_focus=True):
         yield Static("", classes="race-stats")
         with VerticalScroll(can_focus=False):
             yield Static("", classes="race-answer")
+
+    def action_scroll_body(self, lines: int) -> None:
+        body = self.query_one(VerticalScroll)
+        body.scroll_to(y=body.scroll_y + lines, animate=False)
 
     def show(self, race: Race, lane: Lane, now: float, winner: bool) -> None:
         """Repaint what changed since the last frame."""
