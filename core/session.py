@@ -179,6 +179,20 @@ class Review:
     slop_score: float | None = None
     added_lines: int = 0
 
+    def gate(self, hunk_id: str) -> tuple[str, str] | None:
+        """Why accepting this hunk needs more than one key: ("block", why) when policy forbids
+        it (sensitive path, fast profile, require-base), ("confirm", why) for a secret or a
+        flagged sensitive path, None when nothing stands in the way."""
+        confirm = None
+        for f in self.findings:
+            if f.hunk_id != hunk_id:
+                continue
+            if f.kind == "sensitive" and f.severity == "error":
+                return "block", f.message
+            if f.kind in {"secret", "sensitive"} and confirm is None:
+                confirm = ("confirm", f.message)
+        return confirm
+
     def badges(self) -> dict[str, str]:
         marks = {"duplicate": "dup", "slop": "slop", "secret": "SECRET", "sensitive": "sensitive"}
         out: dict[str, list[str]] = {}
@@ -232,6 +246,9 @@ class Workstation:
         self.sensitive = SensitivePolicy.from_config(guards)
         self.dwell = DwellGuard.from_config(guards)
         self.context = ChatContext(self.root, window, workspace=self.workspace)
+        from core.detectors.context_meter import ContextMeter
+
+        self.meter = ContextMeter(window)  # one per session: each warning is given once
         self.ai_comments = AICommentTracker()
         self.recorder = SessionRecorder(self.root)
         self.last_report = None
@@ -306,10 +323,19 @@ class Workstation:
         return messages, report.reserve
 
     def answer_finished(self, run: AnswerRun, review: Review | None, *, chip: str | None = None,
-                        model: str | None = None) -> None:
+                        model: str | None = None, recorded: bool = True) -> None:
+        """Fold a finished answer into the conversation, the counters and the session record.
+
+        `recorded=False` for an answer streamed by another screen (race, variations) that
+        recorded its own timing: it joins the conversation without being counted twice.
+        """
         usage = run.usage or {}
         if run.text:
             self.context.record_exchange(run.prompt, run.text, usage or None)
+        if not recorded:
+            if review is not None:
+                self.record_review(review)
+            return
         self.recorder.answer_done(
             run.request_id, profile=run.profile, tokens=run.stats.tokens, elapsed_s=run.stats.elapsed_s,
             ttft_ms=run.stats.ttft_ms, chip=chip, model=model,
@@ -331,8 +357,14 @@ class Workstation:
             return self.last_report.total, window, True
         return 0, window, True
 
+    def context_state(self):
+        """The context meter's reading now (band, percent, a warning crossed just now)."""
+        tokens, _window, estimated = self.context_tokens()
+        return self.meter.update(tokens, estimated=estimated)
+
     def fresh_context(self) -> None:
         self.context.clear()
+        self.meter.reset()
         self.last_report = None
         self.recorder.fresh_context()
 
@@ -377,8 +409,9 @@ class Workstation:
             flagged = set(verdict.flagged_paths)
             for fp in proposal.files:
                 if fp.path in flagged:
+                    severity = "error" if verdict.action == "block" else "warning"
                     for hunk in fp.hunks:
-                        review.findings.append(Finding("warning", "sensitive", verdict.message, hunk.id))
+                        review.findings.append(Finding(severity, "sensitive", verdict.message, hunk.id))
         for fp in proposal.files:
             ranges = _new_ranges(fp)
             for hunk in fp.hunks:
@@ -393,7 +426,8 @@ class Workstation:
 
     def _review_python(self, fp, ranges, review: Review) -> None:
         if self.dups_ready:
-            for match in self.dups.check_source(fp.new_text, fp.path):
+            added = [start + i for _, start, count in ranges for i in range(count)]
+            for match in self.dups.check_source(fp.new_text, fp.path, lines=added):
                 hunk_id = _hunk_at(ranges, match.new_line)
                 if hunk_id is None:
                     continue  # an existing function, not something this answer adds

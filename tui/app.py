@@ -8,6 +8,7 @@ per frame, and runs diffing, detectors and disk work off the UI loop.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
 from pathlib import Path
 
@@ -47,6 +48,8 @@ class SparkApp(App):
         Binding("r", "reject", "Reject", id="reject"),
         Binding("A", "accept_all", "Accept all", id="accept_all"),
         Binding("R", "reject_all", "Reject all", id="reject_all"),
+        Binding("x", "reject_with_reason", "Reject, say why", id="reject_with_reason"),
+        Binding("b", "ask_base", "Re-ask Base", id="ask_base"),
         Binding("j", "next_hunk", "Next hunk", id="next_hunk"),
         Binding("k", "prev_hunk", "Prev hunk", id="prev_hunk"),
         Binding("escape", "cancel", "Stop stream", id="cancel"),
@@ -54,13 +57,17 @@ class SparkApp(App):
         Binding("ctrl+r", "race", "Race", id="race", priority=True),
         Binding("ctrl+n", "fresh_context", "Fresh context", id="fresh_context", priority=True),
         Binding("ctrl+z", "undo", "Undo", id="undo", priority=True),
+        Binding("ctrl+g", "variations", "Variations", id="variations", priority=True),
+        Binding("ctrl+b", "batch", "Batch", id="batch", priority=True),
+        Binding("ctrl+t", "report", "Report", id="report", priority=True),
         Binding("ctrl+o", "add_mentioned", "Add mentioned files", id="add_mentioned", priority=True),
         Binding("question_mark", "help", "Help", id="help"),
+        Binding("f1", "help", "Help", id="help_f1", show=False, priority=True),
     ]
 
     def __init__(self, root: Path, core_url: str, *, profile: str = "spark", theme: str | None = None,
                  keymap: dict[str, str] | None = None, guards: dict | None = None,
-                 add: list[str] | None = None, race_prompt: str | None = None) -> None:
+                 add: list[str] | None = None, race_prompt: str | None = None, on_ready=None) -> None:
         super().__init__()
         self.root = Path(root)
         self.core_url = core_url
@@ -68,6 +75,7 @@ class SparkApp(App):
         self.station = Workstation(self.root, guards=guards)
         self._initial_files = list(add or [])
         self._race_prompt = race_prompt
+        self._on_ready = on_ready  # called with the app once connected (spark vary / batch open screens)
         self.workspace = self.station.workspace
         self.client = None
         self.answer: AnswerRun | None = None
@@ -79,6 +87,8 @@ class SparkApp(App):
         self._rebuilding = False
         self._stop_watch = asyncio.Event()
         self._offered: tuple[str, list[str]] | None = None
+        self._pending_redirects: list[str] = []
+        self._confirmed: set[str] = set()  # hunks whose secret/sensitive warning was seen once
         self._own_writes: dict[str, float] = {}  # path -> when we wrote it (the watcher sees it too)
         self.settled = True  # False from a prompt until its answer is fully shown (tests wait on it)
         register_themes(self)
@@ -91,7 +101,8 @@ class SparkApp(App):
         with Horizontal(id="main"):
             yield DiffView(id="diff")
             yield SidePanel(self.root.name, id="side")
-        yield Input(placeholder="Ask for a change, Enter to send (while streaming: Enter steers)", id="prompt")
+        yield Input(placeholder="Ask for a change, Enter to send (while streaming: Enter steers)", id="prompt",
+                    select_on_focus=False)
         yield StatusBar(id="status")
         yield Footer()
 
@@ -135,6 +146,10 @@ class SparkApp(App):
             self.notify(f"unknown profile {self.profile!r}; the core offers {', '.join(names)}", severity="error")
         if self._race_prompt:
             await self.action_race(self._race_prompt)
+        if self._on_ready is not None:
+            result = self._on_ready(self)
+            if inspect.isawaitable(result):
+                await result
 
     @work(thread=True, group="index")
     def _build_indexes(self) -> None:
@@ -172,7 +187,7 @@ class SparkApp(App):
             return
         if self._stream is not None:  # typing while it streams redirects it
             event.input.value = ""
-            self.answer.steered(prompt)
+            self._pending_redirects.append(prompt)  # the parser restarts when the core says "steered"
             await self._stream.steer(prompt)
             self.notify(f"steering: {prompt}")
             return
@@ -236,6 +251,7 @@ class SparkApp(App):
         diff = self.query_one(DiffView)
         diff.reset(Text(f"> {prompt}", style="bold"))
         diff.focus()
+        diff.typeahead = True
         status = self.query_one(StatusBar)
         status.streaming, status.tokens, status.note = True, 0, ""
         error = None
@@ -245,6 +261,8 @@ class SparkApp(App):
             self._stream = await self.client.generate(self.profile, messages, max_tokens=answer_budget)
             async for event in self._stream:
                 if isinstance(event, Info):
+                    if event.event == "steered" and self._pending_redirects:
+                        run.steered(self._pending_redirects.pop(0))
                     continue
                 if run.feed(event.text, event.tokens):
                     self._request_rebuild()
@@ -258,6 +276,7 @@ class SparkApp(App):
             run.finish("error", error)
         finally:
             self._stream = None
+            self.query_one(DiffView).typeahead = False
         await self._rebuild_now()
         self._dirty = True
         self._paint()
@@ -291,6 +310,12 @@ class SparkApp(App):
         diff.set_notes(notes)
         self._update_session_status()
         self.settled = True
+
+    @on(DiffView.TypeAhead)
+    def _type_ahead(self, message: DiffView.TypeAhead) -> None:
+        prompt = self.query_one("#prompt", Input)
+        prompt.focus()
+        prompt.insert_text_at_cursor(message.character)
 
     def _request_rebuild(self) -> None:
         self._rebuild_needed = True
@@ -360,7 +385,7 @@ class SparkApp(App):
         self.query_one(StatusBar).extra = "  ".join(parts)
 
     # -- decisions ---------------------------------------------------------------------------
-    def _decide(self, accept: bool, everything: bool = False) -> None:
+    def _decide(self, accept: bool, everything: bool = False, reason: str | None = None) -> None:
         run = self.answer
         if run is None or not run.finished or not run.hunks or run.applied:
             return
@@ -373,6 +398,17 @@ class SparkApp(App):
                 continue
             unread = False
             if accept:
+                gate = self.review.gate(hunk_id) if self.review else None
+                if gate is not None and gate[0] == "block":
+                    self.notify(f"{gate[1]} (b re-asks the deep profile)", severity="error", timeout=8)
+                    self._sync_diff()
+                    return
+                if gate is not None and hunk_id not in self._confirmed:
+                    self._confirmed.add(hunk_id)
+                    self.notify(f"{gate[1]}: press again to accept anyway, b re-asks the deep profile",
+                                severity="warning", timeout=8)
+                    self._sync_diff()
+                    return
                 # Review-dwell guard: an accept faster than reading asks once, then counts unread.
                 verdict = self.station.check_accept(hunk_id)
                 if not verdict.ok:
@@ -380,7 +416,7 @@ class SparkApp(App):
                     continue
                 unread = verdict.unread
             run.decide(hunk_id, accept)
-            self.station.decided(run, by_id[hunk_id], accept, unread=unread)
+            self.station.decided(run, by_id[hunk_id], accept, unread=unread, reason=reason)
         if too_fast:
             hunk_id, verdict = too_fast[0]
             diff.select([h.id for h in run.hunks].index(hunk_id))
@@ -421,6 +457,30 @@ class SparkApp(App):
     def action_reject(self) -> None:
         self._decide(False)
 
+    def action_reject_with_reason(self) -> None:
+        """Reject the current hunk and say why in one line; the model hears it next time."""
+        from tui.screens.reason import ReasonScreen
+
+        run = self.answer
+        if run is None or not run.finished or not run.hunks or run.applied:
+            return
+
+        def done(reason: str | None) -> None:
+            if reason is not None:
+                self._decide(False, reason=reason.strip() or None)
+
+        self.push_screen(ReasonScreen(), done)
+
+    def action_ask_base(self) -> None:
+        """Re-ask the current prompt on the deep profile (the answer to a sensitive-path flag)."""
+        names = [p["name"] for p in (self.client.profiles if self.client else [])]
+        if "base" not in names or not self.last_prompt or self._stream is not None:
+            self.notify("nothing to re-ask, or no base profile", severity="warning")
+            return
+        self.profile = "base"
+        self.query_one(StatusBar).profile = "base"
+        self._start_answer(self.last_prompt)
+
     def action_accept_all(self) -> None:
         self._decide(True, everything=True)
 
@@ -448,16 +508,18 @@ class SparkApp(App):
             self.notify(f"profile: {self.profile}")
 
     def action_help(self) -> None:
-        rows = [(b.key, b.action, b.description) for _, b in self._active_bindings()]
+        rows = [(keys, b.action, b.description) for keys, b in self._active_bindings()]
         self.push_screen(HelpScreen(rows))
 
     def _active_bindings(self):
-        seen, rows = set(), []
-        for binding in self._bindings:
-            if binding.action not in seen:
-                seen.add(binding.action)
-                rows.append((binding.key, binding))
-        return rows
+        """The app's bindings as currently bound (keymap overrides applied), one per action."""
+        by_action: dict[str, list[str]] = {}
+        first: dict[str, object] = {}
+        for key, binding in self._bindings:
+            if binding.description:
+                by_action.setdefault(binding.action, []).append(key)
+                first.setdefault(binding.action, binding)
+        return [(",".join(keys), first[action]) for action, keys in by_action.items()]
 
     def action_fresh_context(self) -> None:
         self.station.fresh_context()
@@ -471,10 +533,8 @@ class SparkApp(App):
         return {}
 
     def _update_context_meter(self) -> None:
-        from core.detectors.context_meter import ContextMeter
-
-        tokens, window, estimated = self.station.context_tokens()
-        state = ContextMeter(window).update(tokens, estimated=estimated)
+        state = self.station.context_state()
+        tokens, window, estimated = state.tokens, state.window, state.estimated
         self.query_one(StatusBar).context = state
         lines = Text(f"{tokens:,} / {window:,} tokens ({state.percent:.0f}%) {state.band}")
         if estimated:
@@ -482,8 +542,8 @@ class SparkApp(App):
         for chat_file in self.station.context.files:
             lines.append(f"\n  {chat_file.path}" + (" (read-only)" if chat_file.read_only else ""))
         self.query_one(SidePanel).set_context(lines)
-        if state.warning:
-            self.notify(state.warning, severity="warning")
+        if state.new_warning:
+            self.notify(f"{state.warning} (ctrl+n: fresh context)", severity="warning", timeout=10)
 
     @work(exclusive=True, group="apply")
     async def action_undo(self) -> None:
@@ -499,19 +559,45 @@ class SparkApp(App):
             return
         self.notify(f"undid the last accepted change ({', '.join(getattr(result, 'written', []) or [])})")
 
+    async def action_variations(self) -> None:
+        """N answers to one prompt side by side; a digit takes one into the main loop."""
+        from tui.screens.variations import open_variations
+
+        prompt = self._take_prompt()
+        if prompt is not None:
+            await open_variations(self, prompt)
+
+    def action_batch(self) -> None:
+        """A queue of independent prompts, each with a fresh context, reviewed one after another."""
+        from tui.screens.batch import open_batch
+
+        open_batch(self)
+
+    def action_report(self) -> None:
+        from tui.screens.report import ReportScreen
+
+        self.push_screen(ReportScreen(self.root, self.station.recorder.session_id))
+
+    def _take_prompt(self) -> str | None:
+        """The typed prompt (or the last one) for a screen that sends it itself."""
+        prompt_input = self.query_one("#prompt", Input)
+        prompt = prompt_input.value.strip() or self.last_prompt
+        if not prompt or self.client is None:
+            self.notify("type a prompt first", severity="warning")
+            return None
+        if self._stream is not None:
+            self.notify("an answer is streaming: escape stops it first", severity="warning")
+            return None
+        prompt_input.value = ""
+        return prompt
+
     async def action_race(self, prompt: str | None = None) -> None:
         """Same prompt to Spark and Base side by side; the answer taken lands in the main loop."""
         from tui.screens.race import RaceScreen
 
-        prompt_input = self.query_one("#prompt", Input)
-        prompt = (prompt or prompt_input.value.strip() or self.last_prompt).strip()
-        if not prompt or self.client is None:
-            self.notify("race: type a prompt first", severity="warning")
+        prompt = prompt or self._take_prompt()
+        if prompt is None:
             return
-        if self._stream is not None:
-            self.notify("an answer is streaming: escape stops it first", severity="warning")
-            return
-        prompt_input.value = ""
         names = [p["name"] for p in self.client.profiles]
         pair = ("spark", "base") if {"spark", "base"} <= set(names) else tuple(names[:2])
         if len(pair) < 2:
@@ -534,7 +620,7 @@ class SparkApp(App):
         run.feed(text, 0)
         run.finish("stop")
         await self._rebuild_now()
-        await asyncio.to_thread(self.station.answer_finished, run, self.review)
+        await asyncio.to_thread(self.station.answer_finished, run, self.review, recorded=False)
         self.query_one(DiffView).focus()
         self._after_stream(run)
 

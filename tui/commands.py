@@ -75,7 +75,8 @@ def prepare_launch(root: Path, args: argparse.Namespace) -> dict:
     return {"theme": theme, "keymap": ui.keys, "guards": ui.guards}
 
 
-def open_workstation(root: Path, args: argparse.Namespace, *, race_prompt: str | None = None) -> int:
+def open_workstation(root: Path, args: argparse.Namespace, *, race_prompt: str | None = None,
+                     on_ready=None) -> int:
     """Start (or reach) the core, then run the app until the user quits."""
     from tui.app import SparkApp
 
@@ -94,7 +95,7 @@ def open_workstation(root: Path, args: argparse.Namespace, *, race_prompt: str |
             raise CliError(f"cannot start the inference core: {exc}") from exc
     try:
         app = SparkApp(root, url, profile=args.profile, theme=launch["theme"], keymap=launch["keymap"],
-                       guards=launch["guards"], add=args.add, race_prompt=race_prompt)
+                       guards=launch["guards"], add=args.add, race_prompt=race_prompt, on_ready=on_ready)
         app.run()
     finally:
         if core is not None:

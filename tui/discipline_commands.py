@@ -9,7 +9,6 @@ through the app's `on_ready` hook.
 from __future__ import annotations
 
 import argparse
-import inspect
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -27,63 +26,9 @@ def _project(path: Path) -> Path:
 
 def _open(root: Path, args: argparse.Namespace, on_ready: OnReady) -> int:
     """Open the workstation and call ``on_ready(app)`` once it is connected to the core."""
-    from tui import commands
+    from tui.commands import open_workstation
 
-    if "on_ready" in inspect.signature(commands.open_workstation).parameters:
-        return commands.open_workstation(root, args, on_ready=on_ready)
-    return _open_with_hook(root, args, on_ready)
-
-
-def ready_app_class(on_ready: OnReady):
-    """A `SparkApp` that calls ``on_ready(app)`` once connected to the core: what the app's
-    own `on_ready` hook does, for an app that does not have it yet."""
-    import asyncio
-
-    from textual import work
-
-    from tui.app import SparkApp
-
-    class ReadyApp(SparkApp):
-        def on_mount(self) -> None:        # Textual runs SparkApp.on_mount as well
-            self._when_connected()
-
-        @work(group="on-ready")
-        async def _when_connected(self) -> None:
-            while self.client is None:
-                await asyncio.sleep(0.05)
-            result = on_ready(self)
-            if inspect.isawaitable(result):
-                await result
-
-    return ReadyApp
-
-
-def _open_with_hook(root: Path, args: argparse.Namespace, on_ready: OnReady) -> int:
-    """`open_workstation` with `ready_app_class` (same launch, same checks)."""
-    from tui.commands import prepare_launch
-
-    launch = prepare_launch(root, args)
-    core = None
-    url = args.core
-    if url is None:
-        from core.embedded import EmbeddedCore
-
-        core = EmbeddedCore(project_root=root, config_file=args.config, record_dir=args.record)
-        try:
-            url = core.start()
-        except CliError:
-            raise
-        except Exception as exc:
-            raise CliError(f"cannot start the inference core: {exc}") from exc
-    try:
-        app = ready_app_class(on_ready)(root, url, profile=args.profile, theme=launch["theme"],
-                                        keymap=launch["keymap"], guards=launch["guards"],
-                                        add=args.add)
-        app.run()
-    finally:
-        if core is not None:
-            core.stop()
-    return 0
+    return open_workstation(root, args, on_ready=on_ready)
 
 
 def _vary(args: argparse.Namespace) -> int:

@@ -15,6 +15,7 @@ def demo_root(tmp_path, monkeypatch):
     # keep user-level config out of the tests
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     return write_demo(tmp_path / "demo")
 
@@ -37,3 +38,29 @@ async def wait_for(pilot, condition, timeout: float = 15.0, what: str = "conditi
             raise AssertionError(f"timed out waiting for {what}")
         await pilot.pause(0.05)
     await asyncio.sleep(0)
+
+
+@pytest.fixture
+def fake_model(demo_root, tmp_path, monkeypatch):
+    """A local OpenAI-compatible server behind both profiles, speaking the real SSE format."""
+    from tests.fakes.openai_server import FakeOpenAI
+
+    monkeypatch.setenv("SPARK_TEST_KEY", "test-key-not-secret")
+    fake = FakeOpenAI().start()
+    config = tmp_path / "fake-config.toml"
+    config.write_text("".join(
+        f'[profiles.{name}]\nbackend = "openai"\nbase_url = "{fake.url}"\napi_model = "fake-model"\n'
+        f'api_key_env = "SPARK_TEST_KEY"\ncontext_window = 32000\n\n' for name in ("spark", "base")))
+    yield fake, config
+    fake.stop()
+
+
+@pytest.fixture
+def fake_core_url(fake_model, demo_root):
+    from core.embedded import EmbeddedCore
+
+    _, config = fake_model
+    core = EmbeddedCore(project_root=demo_root, config_file=config)
+    url = core.start()
+    yield url
+    core.stop()

@@ -13,6 +13,7 @@ from core.client import CoreClient
 from core.session import Workstation
 from tests.tui.conftest import wait_for
 from themes import DEFAULT_THEME, register_themes
+from tui.app import SparkApp
 from tui.screens.batch import BatchResult, BatchScreen, current_job, open_batch
 
 PROMPTS = ["format_money should show negative amounts in parentheses",
@@ -165,7 +166,7 @@ async def test_spark_batch_opens_the_workstation_on_the_batch(demo_root, core_ur
     monkeypatch.setattr(discipline_commands, "_open",
                         lambda root, args, on_ready: opened.update(hook=on_ready))
     spark_main(["batch", str(queue), str(demo_root), "--max-parallel", "1"])
-    app = discipline_commands.ready_app_class(opened["hook"])(demo_root, core_url)
+    app = SparkApp(demo_root, core_url, on_ready=opened["hook"])
     async with app.run_test(size=(140, 40)) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, BatchScreen), what="the batch")
         job = app.screen.job

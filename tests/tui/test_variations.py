@@ -17,6 +17,7 @@ from core.client import CoreClient
 from core.session import Workstation
 from tests.tui.conftest import wait_for
 from themes import DEFAULT_THEME, register_themes
+from tui.app import SparkApp
 from tui.race_command import race_messages
 from tui.screens.variations import VariationChoice, VariationsScreen, grid_columns
 from tui.widgets.variation_pane import VariationPane
@@ -161,7 +162,7 @@ async def test_spark_vary_opens_the_workstation_on_the_variations(demo_root, cor
                         lambda root, args, on_ready: opened.update(root=root, hook=on_ready))
     assert spark_main(["vary", "2", PROMPT, str(demo_root)]) in (0, None)
     assert opened["root"] == demo_root.resolve()
-    app = discipline_commands.ready_app_class(opened["hook"])(demo_root, core_url)
+    app = SparkApp(demo_root, core_url, on_ready=opened["hook"])
     async with app.run_test(size=(160, 45)) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, VariationsScreen),
                        what="the variations screen")

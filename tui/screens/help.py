@@ -32,13 +32,13 @@ class HelpScreen(ModalScreen[None]):
     def __init__(self, bindings: list[tuple[str, str, str]]) -> None:
         """bindings: (key, action, description) as the app currently has them."""
         super().__init__()
-        self._bindings = bindings
+        self._rows = bindings
 
     def compose(self) -> ComposeResult:
         table = Table(show_header=True, header_style="bold", box=None, expand=True)
         table.add_column("key", style="bold", no_wrap=True)
         table.add_column("does")
-        for key, _action, description in self._bindings:
+        for key, _action, description in self._rows:
             table.add_row(_key_label(self.app, key), description)
         with VerticalScroll():
             yield Static(Text("sparkstation keys", style="bold"))

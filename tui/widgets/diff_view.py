@@ -7,7 +7,9 @@ at thousands of tokens per second costs one small repaint per frame.
 from __future__ import annotations
 
 from rich.text import Text
+from textual import events
 from textual.containers import VerticalScroll
+from textual.message import Message
 from textual.widgets import Static
 
 from tui.widgets.diff_render import render_hunk, render_pending
@@ -43,8 +45,18 @@ class DiffView(VerticalScroll, can_focus=True):
     DiffView > #pending { padding: 0 1; border-left: wide $warning; }
     """
 
+    class TypeAhead(Message):
+        """A character typed at the diff while an answer streams: it starts a redirect."""
+
+        def __init__(self, character: str) -> None:
+            super().__init__()
+            self.character = character
+
+    NAVIGATION_KEYS = "jk"
+
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
+        self.typeahead = False  # set by the app while an answer streams
         self._views: dict[str, HunkView] = {}
         self._order: list[str] = []
         self.current = 0
@@ -55,6 +67,13 @@ class DiffView(VerticalScroll, can_focus=True):
 
     def on_mount(self) -> None:
         self.query_one("#pending").display = False
+
+    def on_key(self, event: events.Key) -> None:
+        # While streaming, decisions wait for the end; letters typed here are a redirect.
+        if self.typeahead and event.is_printable and event.character and event.character not in self.NAVIGATION_KEYS:
+            event.stop()
+            event.prevent_default()
+            self.post_message(self.TypeAhead(event.character))
 
     # -- content -----------------------------------------------------------------------------
     def reset(self, note: str = "") -> None:
