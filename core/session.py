@@ -71,6 +71,7 @@ class AnswerRun:
         self.applied = False
         self.redirects: list[str] = []
         self.request_id = uuid.uuid4().hex[:12]
+        self.origin: str | None = None  # e.g. "taken from base" for an answer chosen in a race
         self.usage: dict | None = None
         self.file_status: dict[str, str] = {}
         self.parse_errors_before_steer: list = []

@@ -292,6 +292,8 @@ class SparkApp(App):
     def _after_stream(self, run: AnswerRun) -> None:
         diff = self.query_one(DiffView)
         notes = Text(f"> {run.prompt}", style="bold")
+        if run.origin:
+            notes.append(f"  ({run.origin})", style="dim")
         if run.reason == "cancelled":
             notes.append("\nstopped: the hunks completed so far can still be decided", style="yellow")
         if run.source and run.source.get("backend") == "replay":
@@ -428,6 +430,7 @@ class SparkApp(App):
         if undecided:
             diff.select([h.id for h in run.hunks].index(undecided[0]))
             return
+        self.query_one("#prompt", Input).focus()  # decided: the next request can be typed at once
         self._apply(run)
 
     @work(exclusive=True, group="apply")
@@ -614,15 +617,30 @@ class SparkApp(App):
     async def _adopt_answer(self, profile: str, prompt: str, text: str) -> None:
         """Load an answer produced elsewhere (race, variations) into the accept/reject loop."""
         run = AnswerRun(self.workspace, prompt, profile)
+        run.origin = f"taken from {profile}"
         self.answer, self.review, self.settled = run, None, False
         self.last_prompt = prompt
         self.query_one(DiffView).reset(Text(f"> {prompt}  (taken from {profile})", style="bold"))
-        run.feed(text, 0)
+        from core.backends.tokens import count_tokens
+
+        run.feed(text, count_tokens(text))
         run.finish("stop")
         await self._rebuild_now()
         await asyncio.to_thread(self.station.answer_finished, run, self.review, recorded=False)
         self.query_one(DiffView).focus()
         self._after_stream(run)
+
+    # Actions of the main screen; while another screen (race, variations, help) is on top
+    # their priority keys must not reach through it.
+    MAIN_SCREEN_ACTIONS = frozenset({
+        "accept", "reject", "accept_all", "reject_all", "reject_with_reason", "ask_base", "next_hunk",
+        "prev_hunk", "cancel", "toggle_profile", "race", "variations", "batch", "report", "fresh_context",
+        "undo", "add_mentioned", "help"})
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in self.MAIN_SCREEN_ACTIONS and len(self.screen_stack) > 1:
+            return False
+        return True
 
     async def on_unmount(self) -> None:
         self._stop_watch.set()

@@ -95,7 +95,19 @@ def test_prompt_hunk_by_hunk_race_and_theme_in_tmux(tmp_path, tmux):
     assert tests.read_text() == tests_before, "rejected hunks never reach the disk"
     tmux.wait_for("1 accepted, 2 rejected")
 
-    # 2. theme switch from the command palette, remembered for the next start
+    # 2. race: the same prompt to spark and base side by side; take spark's answer
+    time.sleep(0.3)  # people pause between keys; so does this test
+    tmux("send-keys", "-t", tmux.name, "-l", "add docstrings to the report functions")
+    tmux.wait_for("add docstrings to the report functions")
+    time.sleep(0.3)
+    tmux("send-keys", "-t", tmux.name, "C-r")
+    screen = tmux.wait_for("faster than", timeout=60)
+    assert "spark" in screen and "base" in screen
+    tmux("send-keys", "-t", tmux.name, "1")
+    screen = tmux.wait_for("taken from spark", timeout=30)
+    assert "docstring" in screen.lower() or "hunk(s)" in screen
+
+    # 3. theme switch from the command palette, remembered for the next start
     tmux("send-keys", "-t", tmux.name, "C-p")
     time.sleep(0.5)
     tmux("send-keys", "-t", tmux.name, "-l", "Theme: paper")
