@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from core.cli_support import CliError
@@ -75,31 +77,37 @@ def prepare_launch(root: Path, args: argparse.Namespace) -> dict:
     return {"theme": theme, "keymap": ui.keys, "guards": ui.guards}
 
 
+@contextmanager
+def reach_core(root: Path, args: argparse.Namespace, *, record: bool = True) -> Iterator[str]:
+    """The core's URL: the one given with --core, or an embedded core started for the block."""
+    if args.core is not None:
+        yield args.core
+        return
+    from core.embedded import EmbeddedCore
+
+    core = EmbeddedCore(project_root=root, config_file=args.config, record_dir=args.record if record else None)
+    try:
+        url = core.start()
+    except CliError:
+        raise
+    except Exception as exc:
+        raise CliError(f"cannot start the inference core: {exc}") from exc
+    try:
+        yield url
+    finally:
+        core.stop()
+
+
 def open_workstation(root: Path, args: argparse.Namespace, *, race_prompt: str | None = None,
                      on_ready=None) -> int:
     """Start (or reach) the core, then run the app until the user quits."""
     from tui.app import SparkApp
 
     launch = prepare_launch(root, args)
-    core = None
-    url = args.core
-    if url is None:
-        from core.embedded import EmbeddedCore
-
-        core = EmbeddedCore(project_root=root, config_file=args.config, record_dir=args.record)
-        try:
-            url = core.start()
-        except CliError:
-            raise
-        except Exception as exc:
-            raise CliError(f"cannot start the inference core: {exc}") from exc
-    try:
+    with reach_core(root, args) as url:
         app = SparkApp(root, url, profile=args.profile, theme=launch["theme"], keymap=launch["keymap"],
                        guards=launch["guards"], add=args.add, race_prompt=race_prompt, on_ready=on_ready)
         app.run()
-    finally:
-        if core is not None:
-            core.stop()
     return 0
 
 

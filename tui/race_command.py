@@ -114,28 +114,13 @@ def _race(args: argparse.Namespace) -> int:
 
 def _print_race(root: Path, prompt: str, args: argparse.Namespace) -> int:
     """Race without the workstation; the taken answer goes to stdout (exit 1 on escape)."""
-    from tui.commands import prepare_launch
+    from tui.commands import prepare_launch, reach_core
 
     launch = prepare_launch(root, args)          # theme, profile and --core checked up front
-    core = None
-    url = args.core
-    if url is None:
-        from core.embedded import EmbeddedCore
-
-        core = EmbeddedCore(project_root=root, config_file=args.config)
-        try:
-            url = core.start()
-        except CliError:
-            raise
-        except Exception as exc:
-            raise CliError(f"cannot start the inference core: {exc}") from exc
-    try:
+    with reach_core(root, args, record=False) as url:
         app = make_race_app(url, prompt, args.profiles, max_tokens=args.max_tokens,
                             theme=launch["theme"])
         result = app.run()
-    finally:
-        if core is not None:
-            core.stop()
     if app.failure:
         raise CliError(app.failure)
     if result is None:
