@@ -60,6 +60,7 @@ class SparkApp(App):
         Binding("ctrl+g", "variations", "Variations", id="variations", priority=True),
         Binding("ctrl+b", "batch", "Batch", id="batch", priority=True),
         Binding("ctrl+t", "report", "Report", id="report", priority=True),
+        Binding("ctrl+f", "pick_files", "Add files", id="pick_files", priority=True),
         Binding("ctrl+o", "add_mentioned", "Add mentioned files", id="add_mentioned", priority=True),
         Binding("question_mark", "help", "Help", id="help"),
         Binding("f1", "help", "Help", id="help_f1", show=False, priority=True),
@@ -207,6 +208,26 @@ class SparkApp(App):
         event.input.value = ""
         self._offered = None
         self._start_answer(prompt)
+
+    async def action_pick_files(self) -> None:
+        """The fuzzy file picker: the chosen file goes into the chat."""
+        from tui.screens.file_picker import FilePickerScreen
+
+        files = await asyncio.to_thread(self.station.context.tree_files)
+        in_chat = {f.path for f in self.station.context.files}
+
+        async def picked(choice) -> None:
+            if choice is None:
+                return
+            try:
+                await asyncio.to_thread(self.station.context.add, [choice.path], choice.read_only)
+            except Exception as exc:  # refused (binary, huge, ignored): say why
+                self.notify(str(exc), severity="error", timeout=8)
+                return
+            self.notify(f"added {choice.path}" + (" (read-only)" if choice.read_only else ""))
+            self._update_context_meter()
+
+        self.push_screen(FilePickerScreen(files, in_chat), picked)
 
     async def action_add_mentioned(self) -> None:
         """Add the files the prompt mentions (the one-key offer), then send the prompt."""
@@ -635,7 +656,7 @@ class SparkApp(App):
     MAIN_SCREEN_ACTIONS = frozenset({
         "accept", "reject", "accept_all", "reject_all", "reject_with_reason", "ask_base", "next_hunk",
         "prev_hunk", "cancel", "toggle_profile", "race", "variations", "batch", "report", "fresh_context",
-        "undo", "add_mentioned", "help"})
+        "undo", "add_mentioned", "pick_files", "help"})
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in self.MAIN_SCREEN_ACTIONS and len(self.screen_stack) > 1:

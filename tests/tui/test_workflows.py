@@ -229,3 +229,22 @@ async def test_variations_batch_and_report_keys(demo_root, core_url):
         await pilot.press("ctrl+b")
         await wait_for(pilot, lambda: isinstance(app.screen, BatchScreen), what="the batch screen")
         await pilot.press("escape")
+
+
+async def test_fuzzy_file_picker_adds_files_to_the_chat(demo_root, core_url):
+    from tui.screens.file_picker import FilePickerScreen
+
+    app = SparkApp(demo_root, core_url)
+    async with app.run_test(size=(150, 44)) as pilot:
+        await _ready(pilot, app)
+        await pilot.press("ctrl+f")
+        await wait_for(pilot, lambda: isinstance(app.screen, FilePickerScreen), what="the picker")
+        await pilot.press(*"dtsp")  # fuzzy: invoicer/dates.py
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.station.context.files, what="the file in the chat")
+        assert [(f.path, f.read_only) for f in app.station.context.files] == [("invoicer/dates.py", False)]
+        await pilot.press("ctrl+f")
+        await wait_for(pilot, lambda: isinstance(app.screen, FilePickerScreen), what="the picker")
+        await pilot.press("tab", *"readme", "enter")
+        await wait_for(pilot, lambda: len(app.station.context.files) == 2, what="the second file")
+        assert ("README.md", True) in [(f.path, f.read_only) for f in app.station.context.files]
