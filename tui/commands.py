@@ -24,7 +24,7 @@ def app_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="spark",
         description="sparkstation: a terminal workstation for very fast coding models. "
-        "Subcommands: demo, race, core, hw, dups, slop, apply, undo, context, report.",
+        "Subcommands: demo, race, vary, batch, core, hw, dups, slop, apply, undo, context, report.",
     )
     parser.add_argument("path", nargs="?", default=".", type=Path, help="project folder (default: .)")
     _add_app_options(parser)
