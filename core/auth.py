@@ -10,9 +10,34 @@ from __future__ import annotations
 import ipaddress
 import os
 import secrets
+import threading
 from pathlib import Path
 
 TOKEN_ENV = "SPARK_CORE_TOKEN"
+_MIN_SECRET_CHARS = 6  # shorter values would blank ordinary words out of messages
+_secrets: set[str] = set()
+_secrets_lock = threading.Lock()
+
+
+def remember_secret(value: str | None) -> None:
+    """Register a key or token so `redact` blanks it wherever it might leak to."""
+    if value and len(value) >= _MIN_SECRET_CHARS:
+        with _secrets_lock:
+            _secrets.add(value)
+
+
+def redact(text: str) -> str:
+    """`text` with every remembered secret replaced by '***'.
+
+    Applied to error frames, because an endpoint may echo the key it refused (some
+    do, in full) and upstream messages are passed on to the app.
+    """
+    if not _secrets or not isinstance(text, str):
+        return text
+    for value in sorted(_secrets, key=len, reverse=True):
+        if value in text:
+            text = text.replace(value, "***")
+    return text
 
 
 def token_file() -> Path:
@@ -38,13 +63,15 @@ def load_or_create_token(path: Path | None = None) -> str:
         if token:
             if path.stat().st_mode & 0o077:
                 os.chmod(path, 0o600)
+            remember_secret(token)
             return token
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     token = secrets.token_urlsafe(32)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(token + "\n")
     os.chmod(path, 0o600)
+    remember_secret(token)
     return token
 
 
@@ -61,6 +88,12 @@ def client_token(explicit: str | None = None) -> str | None:
 
 
 def check_bearer(header: str | None, token: str) -> bool:
+    """Constant-time comparison of an ``Authorization: Bearer`` header with the token.
+
+    Compared as bytes: `compare_digest` raises on non-ASCII str, and a hostile header
+    must be a plain refusal (401), not an exception in the handshake.
+    """
     if not header or not header.startswith("Bearer "):
         return False
-    return secrets.compare_digest(header[len("Bearer "):].strip(), token)
+    given = header[len("Bearer "):].strip().encode("utf-8", "surrogateescape")
+    return secrets.compare_digest(given, token.encode("utf-8"))

@@ -170,22 +170,37 @@ class CoreClient:
             status = exc.response.status_code
             body = exc.response.body.decode("utf-8", "replace").strip() if exc.response.body else ""
             raise CoreConnectionError(f"{self.url} refused the connection "
-                                      f"(HTTP {status}{': ' + body if body else ''})") from None
-        except (OSError, TimeoutError, WebSocketException) as exc:
+                                      f"(HTTP {status}{': ' + body[:200] if body else ''})") \
+                from None
+        except TimeoutError:
+            raise CoreConnectionError(f"{self.url} accepted the connection but did not "
+                                      f"complete the websocket handshake within {timeout:g} s "
+                                      "(is it a sparkstation core?)") from None
+        except (OSError, WebSocketException, ValueError) as exc:  # ValueError: a bad URL
             raise CoreConnectionError(f"no sparkstation core answers at {self.url}: "
                                       f"{exc or type(exc).__name__}") from None
         try:
             await ws.send(P.encode({"type": "hello", "protocol": P.PROTOCOL_VERSION}))
             reply = json.loads(await asyncio.wait_for(ws.recv(), timeout))
-        except (ConnectionClosed, TimeoutError, ValueError) as exc:
+        except TimeoutError:
             await ws.close()
-            raise CoreConnectionError(f"{self.url} did not answer hello: {exc!r}") from None
-        if reply.get("type") != "welcome":
+            raise CoreConnectionError(f"{self.url} did not answer hello within {timeout:g} s"
+                                      ) from None
+        except (ConnectionClosed, ValueError, RecursionError) as exc:
             await ws.close()
-            raise CoreConnectionError(f"{self.url} answered hello with {reply!r}")
+            raise CoreConnectionError(f"{self.url} did not answer hello: "
+                                      f"{type(exc).__name__}: {exc}") from None
+        if not isinstance(reply, dict) or reply.get("type") != "welcome":
+            await ws.close()
+            if isinstance(reply, dict) and reply.get("type") == "error":
+                raise CoreConnectionError(f"{self.url} refused hello: {reply.get('code')}: "
+                                          f"{reply.get('message')}")
+            raise CoreConnectionError(f"{self.url} answered hello with {reply!r:.200}")
+        profiles = reply.get("profiles")
+        self.profiles = [p for p in profiles if isinstance(p, dict)] if isinstance(
+            profiles, list) else []
+        self.server = reply.get("server") if isinstance(reply.get("server"), dict) else {}
         self._ws = ws
-        self.profiles = reply.get("profiles", [])
-        self.server = reply.get("server", {})
         self._connected.set()
         self._set_state(CONNECTED)
         self._reader = asyncio.create_task(self._read_loop(ws))
@@ -194,11 +209,16 @@ class CoreClient:
         try:
             async for raw in ws:
                 try:
-                    self._route(json.loads(raw))
-                except (ValueError, KeyError, TypeError):
+                    frame = json.loads(raw)
+                    if not isinstance(frame, dict):
+                        raise TypeError("not an object")
+                    self._route(frame)
+                except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
                     log.warning("ignoring malformed frame from core: %.200r", raw)
         except ConnectionClosed:
             pass
+        except Exception:  # whatever went wrong, streams must end and reconnect start
+            log.exception("reading from the core failed")
         self._lost()
 
     def _route(self, frame: dict) -> None:
@@ -224,6 +244,10 @@ class CoreClient:
             stream._feed(Done(frame["reason"], frame.get("usage", {}), frame.get("timing", {}),
                               frame.get("source", {})))
         elif kind == "error":
+            if frame.get("stream_continues"):  # about a frame we sent, not the stream
+                log.warning("core error for running stream %s: %s: %s", sid,
+                            frame.get("code"), frame.get("message"))
+                return
             self._streams.pop(sid, None)
             extra = {k: v for k, v in frame.items()
                      if k not in ("type", "id", "code", "message")}
@@ -256,7 +280,9 @@ class CoreClient:
                 return
             except CoreConnectionError as exc:
                 log.info("reconnect to %s failed: %s", self.url, exc.message)
-                delay = min(cap, delay * 2)
+            except Exception:  # never let the loop die: the app would stay "reconnecting"
+                log.exception("reconnect to %s failed", self.url)
+            delay = min(cap, delay * 2)
 
     async def wait_connected(self, timeout: float | None = None) -> None:
         await asyncio.wait_for(self._connected.wait(), timeout)
@@ -275,6 +301,8 @@ class CoreClient:
                        max_tokens: int | None = None, stream_id: str | None = None) -> Stream:
         """Start a stream; events arrive as you iterate the returned `Stream`."""
         sid = stream_id or f"{self._prefix}{next(self._ids)}"
+        if sid in self._streams:
+            raise CoreError(P.E_DUPLICATE_ID, f"stream '{sid}' is still running; use a new id")
         stream = Stream(self, sid, profile)
         self._streams[sid] = stream
         frame: dict[str, Any] = {"type": "generate", "id": sid, "profile": profile,

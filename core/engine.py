@@ -146,8 +146,13 @@ class StreamJob:
         if self.task is not None:
             self.task.cancel()
 
-    def steer(self, text: str) -> None:
+    def steer(self, text: str) -> bool:
+        """Queue a redirect; False when one is already waiting (a steer flood must not
+        queue megabytes of text or restart the leg in a loop)."""
+        if not self._steers.empty():
+            return False
         self._steers.put_nowait(text)
+        return True
 
     async def run(self) -> None:
         messages = list(self.gen.messages)
@@ -319,10 +324,13 @@ class StreamJob:
                 async for piece in stream.pieces():
                     if piece:
                         await queue.put(piece)
-            except BaseException as exc:  # handed to the consumer below
+            except asyncio.CancelledError:
+                raise  # the consumer is leaving: nobody reads the queue any more
+            except Exception as exc:  # handed to the consumer below
                 failure.append(exc)
-            finally:
-                await queue.put(None)
+            # not in a `finally`: a cancelled pump must not wait on a full queue that
+            # nobody reads any more (that hung cancel/steer teardown under load)
+            await queue.put(None)
 
         pump_task = asyncio.create_task(pump())
         buf: list[str] = []
@@ -372,9 +380,13 @@ class StreamJob:
                          "tokens_per_s": round(rates.tokens_per_s, 2), "basis": rates.basis}
         except BackendError:
             predicted = None
+        source = dict(stream.source)
+        if not usage.get("completion_tokens"):
+            # the endpoint sent no usage (many ignore stream_options): counts are ours
+            source["usage"] = "estimated"
         result = LegResult(stream.finish_reason or "stop", "".join(self._partial),
                            usage.get("prompt_tokens") or count_message_tokens(messages),
-                           completion, ttft_ms, tps, stream.source, predicted, stream.measured)
+                           completion, ttft_ms, tps, source, predicted, stream.measured)
         if self.engine.recorder is not None:
             self.engine.recorder.record(messages, result.text,
                                         {"prompt_tokens": result.prompt_tokens,

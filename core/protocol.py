@@ -35,11 +35,15 @@ from typing import Any
 PROTOCOL_VERSION = 1
 MAX_FRAME_BYTES = 1024 * 1024  # frames above this get an error frame (connection stays up)
 MAX_ID_CHARS = 128
+MAX_TOKENS_LIMIT = 1 << 20  # max_tokens above this is a client bug, not a long answer
+MAX_PING_DATA_BYTES = 4096  # pong echoes data back: keep what a ping flood can pin small
+MAX_ECHO_CHARS = 64         # client text quoted in error messages is cut to this
 ROLES = ("system", "user", "assistant", "tool")
 DONE_REASONS = ("stop", "length", "cancelled")
 
 # error codes (stable strings: the app may branch on them)
 E_INVALID_JSON = "invalid_json"
+E_BINARY_FRAME = "binary_frame"
 E_UNKNOWN_TYPE = "unknown_type"
 E_INVALID_FIELD = "invalid_field"
 E_FRAME_TOO_LARGE = "frame_too_large"
@@ -49,6 +53,7 @@ E_UNKNOWN_PROFILE = "unknown_profile"
 E_DUPLICATE_ID = "duplicate_id"
 E_UNKNOWN_ID = "unknown_id"
 E_BUSY = "too_many_streams"
+E_STEER_PENDING = "steer_pending"
 E_INTERNAL = "internal"
 # backend errors
 E_NO_CASSETTES = "no_cassettes"
@@ -128,6 +133,12 @@ def _kind_name(kind: type | tuple[type, ...]) -> str:
     return " or ".join(names.get(k, k.__name__) for k in kinds)
 
 
+def _echo(value: Any) -> str:
+    """Quote client text in an error message without echoing megabytes back."""
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= MAX_ECHO_CHARS else text[:MAX_ECHO_CHARS] + "..."
+
+
 def _stream_id(obj: dict) -> str:
     sid = obj.get("id")
     if not isinstance(sid, str) or not sid:
@@ -155,29 +166,47 @@ def _messages(value: Any, sid: str) -> list[dict[str, str]]:
 
 
 def parse_client_frame(raw: str | bytes) -> ClientFrame:
-    """Decode and validate one client frame, or raise :class:`ProtocolError`."""
-    size = len(raw.encode("utf-8") if isinstance(raw, str) else raw)
+    """Decode and validate one client frame, or raise :class:`ProtocolError`.
+
+    Never raises anything else, whatever the bytes: deep nesting (RecursionError in the
+    JSON decoder), huge numbers and binary frames all become error codes.
+    """
+    if isinstance(raw, (bytes, bytearray, memoryview)):
+        raise ProtocolError(E_BINARY_FRAME, "binary frames are not accepted; "
+                            "send each frame as a JSON text frame")
+    size = len(raw.encode("utf-8", "surrogatepass"))
     if size > MAX_FRAME_BYTES:
         raise ProtocolError(E_FRAME_TOO_LARGE,
                             f"frame of {size} bytes is over the {MAX_FRAME_BYTES}-byte limit")
     try:
         obj = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ProtocolError(E_INVALID_JSON, f"frame is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise ProtocolError(E_INVALID_JSON, "frame is nested too deeply") from None
+    except ValueError as exc:  # JSONDecodeError, and int strings over Python's digit limit
+        raise ProtocolError(E_INVALID_JSON, f"frame is not valid JSON: {_echo(str(exc))}") \
+            from None
     if not isinstance(obj, dict):
         raise ProtocolError(E_INVALID_JSON, "frame must be a JSON object")
+    readable_id = obj.get("id") if isinstance(obj.get("id"), str) else None
+    if readable_id is not None and (not readable_id or len(readable_id) > MAX_ID_CHARS):
+        readable_id = None
     kind = obj.get("type")
     if kind == "hello":
         return Hello(protocol=_field(obj, "protocol", int, None))
     if kind == "ping":
-        return Ping(data=obj.get("data"))
+        data = obj.get("data")
+        if data is not None and len(encode(data)) > MAX_PING_DATA_BYTES:
+            raise ProtocolError(E_INVALID_FIELD,
+                                f"field 'data' of a ping is over {MAX_PING_DATA_BYTES} bytes")
+        return Ping(data=data)
     if kind == "generate":
         sid = _stream_id(obj)
         profile = _field(obj, "profile", str, sid)
         messages = _messages(obj.get("messages"), sid)
         max_tokens = _field(obj, "max_tokens", int, sid, required=False)
-        if max_tokens is not None and max_tokens <= 0:
-            raise ProtocolError(E_INVALID_FIELD, "field 'max_tokens' must be positive", sid)
+        if max_tokens is not None and not 0 < max_tokens <= MAX_TOKENS_LIMIT:
+            raise ProtocolError(E_INVALID_FIELD, "field 'max_tokens' must be an integer from "
+                                f"1 to {MAX_TOKENS_LIMIT}, got {_echo(max_tokens)}", sid)
         return Generate(id=sid, profile=profile, messages=messages, max_tokens=max_tokens)
     if kind == "cancel":
         return Cancel(id=_stream_id(obj))
@@ -185,10 +214,9 @@ def parse_client_frame(raw: str | bytes) -> ClientFrame:
         sid = _stream_id(obj)
         return Steer(id=sid, text=_field(obj, "text", str, sid))
     if not isinstance(kind, str):
-        raise ProtocolError(E_INVALID_FIELD, "field 'type' must be a string",
-                            obj.get("id") if isinstance(obj.get("id"), str) else None)
-    raise ProtocolError(E_UNKNOWN_TYPE, f"unknown frame type '{kind}'",
-                        obj.get("id") if isinstance(obj.get("id"), str) else None)
+        raise ProtocolError(E_INVALID_FIELD, "field 'type' must be a string", readable_id)
+    raise ProtocolError(E_UNKNOWN_TYPE, f"unknown frame type '{_echo(kind)}' (known: hello, "
+                        "generate, cancel, steer, ping)", readable_id)
 
 
 # ---- server frame builders (dicts; the server serialises) ----
@@ -210,7 +238,10 @@ def done(sid: str, reason: str, usage: dict, timing: dict, source: dict | None =
 
 
 def error(sid: str | None, code: str, message: str, **extra: Any) -> dict:
-    return {"type": "error", "id": sid, "code": code, "message": message, **extra}
+    """An error frame; secrets the core holds (API keys, token) are blanked from the text."""
+    from core.auth import redact
+
+    return {"type": "error", "id": sid, "code": code, "message": redact(message), **extra}
 
 
 def info(sid: str, event: str, **fields: Any) -> dict:

@@ -19,12 +19,18 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
 from core import protocol as P
-from core.auth import check_bearer, is_loopback
+from core.auth import check_bearer, is_loopback, remember_secret
+from core.cli_support import CliError
 from core.engine import Engine, StreamJob
 
 log = logging.getLogger(__name__)
 TRANSPORT_MAX_BYTES = 8 * 1024 * 1024  # above this websockets closes (1009); below, we answer
 OUT_QUEUE_FRAMES = 64
+
+
+class InsecureBindError(CliError, ValueError):
+    """Binding a non-loopback address without a token: anyone on the network could spend
+    the user's API credits."""
 
 
 class Connection:
@@ -68,7 +74,19 @@ class Connection:
             frame = P.parse_client_frame(raw)
             await self.dispatch(frame)
         except P.ProtocolError as exc:
-            await self.send(P.error(exc.stream_id, exc.code, exc.message))
+            await self.send(self._error(exc.stream_id, exc.code, exc.message))
+        except Exception as exc:  # a bug must cost one error frame, not the connection
+            log.exception("frame handling failed")
+            await self.send(self._error(None, P.E_INTERNAL, f"internal error: {exc!r}"))
+
+    def _error(self, sid: str | None, code: str, message: str) -> dict:
+        """An error frame about a client frame. When its id names a stream that is still
+        running (a reused id, a bad steer), that stream goes on: ``stream_continues``
+        tells the client not to end it."""
+        frame = P.error(sid, code, message)
+        if sid is not None and sid in self.jobs:
+            frame["stream_continues"] = True
+        return frame
 
     async def dispatch(self, frame: P.ClientFrame) -> None:
         if isinstance(frame, P.Hello):
@@ -100,7 +118,10 @@ class Connection:
             if job is None:
                 raise P.ProtocolError(P.E_UNKNOWN_ID, f"no running stream '{frame.id}'",
                                       frame.id)
-            job.steer(frame.text)
+            if not job.steer(frame.text):
+                raise P.ProtocolError(P.E_STEER_PENDING,
+                                      f"stream '{frame.id}' is already being steered; wait "
+                                      "for its 'steered' info before steering again", frame.id)
 
     async def _generate(self, frame: P.Generate) -> None:
         if frame.id in self.jobs:
@@ -130,7 +151,11 @@ class CoreServer:
     def __init__(self, engine: Engine, *, host: str = "127.0.0.1", port: int = 0,
                  token: str | None = None) -> None:
         if not is_loopback(host) and not token:
-            raise ValueError(f"binding {host} (not loopback) requires a token")
+            raise InsecureBindError(
+                f"refusing to bind {host}: it is not a loopback address, so anyone who can "
+                "reach it could spend your API credits; a token is required (spark core "
+                "serve creates one) or bind 127.0.0.1")
+        remember_secret(token)
         self.engine = engine
         self.host = host
         self.port = port
@@ -139,14 +164,14 @@ class CoreServer:
         self._server: Server | None = None
 
     def _process_request(self, conn: ServerConnection, request: Request) -> Response | None:
-        origin = request.headers.get("Origin")
-        if origin is not None:
+        if request.headers.get_all("Origin"):  # any Origin, even "null" or localhost
             # Browsers always send Origin; our clients never do. Refusing it stops a web
             # page in the user's browser from driving the core (cross-site hijacking).
             return conn.respond(HTTPStatus.FORBIDDEN,
                                 "sparkstation core: browser origins are refused\n")
-        if self.token is not None and not check_bearer(request.headers.get("Authorization"),
-                                                       self.token):
+        auth = request.headers.get_all("Authorization")
+        if self.token is not None and not (len(auth) == 1 and check_bearer(auth[0],
+                                                                           self.token)):
             return conn.respond(HTTPStatus.UNAUTHORIZED,
                                 "sparkstation core: missing or wrong token\n")
         return None

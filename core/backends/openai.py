@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from core import protocol as P
+from core.auth import remember_secret
 from core.backends.base import BackendError, BackendRequest, BackendStream
 from core.profiles import Profile
 
@@ -59,9 +60,34 @@ def _upstream_message(response: httpx.Response) -> str:
             return str(err["message"])[:500]
         if isinstance(err, str):
             return err[:500]
-    except (ValueError, json.JSONDecodeError):
+    except (ValueError, RecursionError):
         pass
     return response.text[:300].strip() or response.reason_phrase
+
+
+MAX_SSE_LINE_CHARS = 4 * 1024 * 1024
+
+
+def _count(value: Any) -> int:
+    """A usage count as the endpoint sent it; anything odd counts as unknown (0)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def _error_text(err: Any) -> str:
+    if isinstance(err, dict):
+        return str(err.get("message") or err.get("type") or err)[:500]
+    return str(err)[:500]
+
+
+def _event_error_message(data: str) -> str:
+    """The message of an SSE `event: error` (JSON with an error object, or plain text)."""
+    try:
+        obj = json.loads(data)
+    except (ValueError, RecursionError):
+        return data[:500]
+    if isinstance(obj, dict):
+        return _error_text(obj.get("error") or obj.get("message") or obj)
+    return str(obj)[:500]
 
 
 def endpoint_label(base_url: str) -> str:
@@ -78,19 +104,42 @@ class _OpenAIStream(BackendStream):
         super().__init__(paced=False, **kw)
         self._response = response
         self._t_sent = t_sent
+        self._garbage: str | None = None  # the first line that is not SSE
 
-    async def _events(self) -> AsyncIterator[str]:
-        """SSE `data` payloads: `data:` lines joined until a blank line (or the end)."""
+    async def _lines(self) -> AsyncIterator[str]:
+        """Lines of the body, with a cap: httpx's own line reader would buffer a
+        newline-free body of any size."""
+        buf = ""
+        async for text in self._response.aiter_text():
+            buf += text
+            lines = buf.splitlines(keepends=True)
+            buf = lines.pop() if lines and not lines[-1].endswith(("\n", "\r")) else ""
+            for line in lines:
+                yield line.rstrip("\r\n")
+            if len(buf) > MAX_SSE_LINE_CHARS:
+                raise BackendError(P.E_BAD_UPSTREAM, "the endpoint sent a line over "
+                                   f"{MAX_SSE_LINE_CHARS // 1024} KiB: not an event stream")
+        if buf:
+            yield buf
+
+    async def _events(self) -> AsyncIterator[tuple[str, str]]:
+        """SSE events as (event name, data): `data:` lines joined until a blank line."""
         data_lines: list[str] = []
-        async for line in self._response.aiter_lines():
+        event = "message"
+        async for line in self._lines():
             if line.startswith("data:"):
                 data_lines.append(line[5:].lstrip(" "))
-            elif not line.strip() and data_lines:
-                yield "\n".join(data_lines)
-                data_lines = []
-            # other lines: comments (": ping"), event:/id:/retry: fields, stray blanks
+            elif line.startswith("event:"):
+                event = line[6:].strip() or "message"
+            elif not line.strip():
+                if data_lines:
+                    yield event, "\n".join(data_lines)
+                data_lines, event = [], "message"
+            elif not line.startswith((":", "id:", "retry:")) and self._garbage is None:
+                self._garbage = line  # not SSE at all (an HTML page, a JSON body)
+            # comments (": ping") and id:/retry: fields are ignored, as SSE says
         if data_lines:  # a last event without its blank line
-            yield "\n".join(data_lines)
+            yield event, "\n".join(data_lines)
 
     async def pieces(self) -> AsyncIterator[str]:
         t_first: float | None = None
@@ -98,10 +147,13 @@ class _OpenAIStream(BackendStream):
         seen_done = False
         n_chunks = 0
         try:
-            async for data in self._events():
+            async for event, data in self._events():
                 if data.strip() == "[DONE]":
                     seen_done = True
                     break
+                if event == "error":
+                    raise BackendError(P.E_UPSTREAM, "the endpoint reported an error "
+                                       f"mid-stream: {_event_error_message(data)}")
                 for text in self._handle_event(data):
                     now = time.perf_counter()
                     if t_first is None:
@@ -115,7 +167,15 @@ class _OpenAIStream(BackendStream):
         except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
             raise BackendError(P.E_STREAM_CUT, "the answer stream was cut before its end "
                                f"({type(exc).__name__})") from None
+        except httpx.HTTPError as exc:  # e.g. a broken chunked encoding or gzip
+            raise BackendError(P.E_STREAM_CUT, "the answer stream broke off "
+                               f"({type(exc).__name__}: {exc})") from None
         if not seen_done and self.finish_reason is None:
+            if n_chunks == 0 and self._garbage is not None:
+                ctype = self._response.headers.get("content-type", "no content-type")
+                raise BackendError(P.E_BAD_UPSTREAM, "the endpoint answered 200 with a body "
+                                   f"that is not an event stream ({ctype}): "
+                                   f"{self._garbage[:120]!r}")
             raise BackendError(P.E_STREAM_CUT, "the answer stream ended before its end "
                                "(no finish_reason, no [DONE])")
         completion = (self.usage or {}).get("completion_tokens") or n_chunks
@@ -127,23 +187,27 @@ class _OpenAIStream(BackendStream):
                          "tokens_per_s": None if tps is None else round(tps, 3)}
 
     def _handle_event(self, data: str) -> list[str]:
+        """Content pieces of one chunk; anything malformed is `bad_upstream_response`."""
         try:
             obj = json.loads(data)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise BackendError(P.E_BAD_UPSTREAM, "the endpoint sent a chunk that is not JSON: "
                                f"{data[:120]!r}") from None
         if not isinstance(obj, dict):
             raise BackendError(P.E_BAD_UPSTREAM, "the endpoint sent a chunk that is not an object")
         if obj.get("error"):
-            err = obj["error"]
-            msg = err.get("message") if isinstance(err, dict) else str(err)
-            raise BackendError(P.E_UPSTREAM, f"the endpoint reported an error mid-stream: {msg}")
+            raise BackendError(P.E_UPSTREAM, "the endpoint reported an error mid-stream: "
+                               f"{_error_text(obj['error'])}")
         usage = obj.get("usage")
         if isinstance(usage, dict):
-            self.usage = {"prompt_tokens": int(usage.get("prompt_tokens") or 0),
-                          "completion_tokens": int(usage.get("completion_tokens") or 0)}
+            self.usage = {"prompt_tokens": _count(usage.get("prompt_tokens")),
+                          "completion_tokens": _count(usage.get("completion_tokens"))}
+        choices = obj.get("choices") or []
+        if not isinstance(choices, list):
+            raise BackendError(P.E_BAD_UPSTREAM, "the endpoint sent a chunk whose 'choices' "
+                               "is not a list")
         out: list[str] = []
-        for choice in obj.get("choices") or []:
+        for choice in choices:
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                 continue
             delta = choice.get("delta") or {}
@@ -175,6 +239,7 @@ class OpenAIBackend:
             if not key:
                 raise BackendError(P.E_AUTH, f"environment variable {profile.api_key_env} "
                                    "is not set")
+            remember_secret(key)  # error frames blank it if an endpoint echoes it back
             headers["Authorization"] = f"Bearer {key}"
         timeout = httpx.Timeout(connect=profile.connect_timeout_s, read=profile.read_timeout_s,
                                 write=profile.read_timeout_s, pool=profile.connect_timeout_s)

@@ -73,5 +73,5 @@ def test_non_loopback_bind_requires_token(tmp_path):
     from core.server import CoreServer
 
     engine = Engine(load_config(config_file=write_config(tmp_path), env={}))
-    with pytest.raises(ValueError, match="requires a token"):
+    with pytest.raises(ValueError, match="a token is required"):
         CoreServer(engine, host="0.0.0.0")
