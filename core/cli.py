@@ -39,7 +39,11 @@ def run_serve(args: argparse.Namespace) -> int:
     config = load_config(config_file=args.config, project_root=args.project)
     token = None
     if not is_loopback(args.host):
-        token = load_or_create_token()
+        try:
+            token = load_or_create_token()
+        except OSError as exc:
+            raise CliError(f"refusing to bind {args.host} without a token: cannot create the "
+                           f"token file {token_file()}: {exc.strerror or exc}") from None
     engine = Engine(config, record_dir=args.record)
 
     async def main() -> None:

@@ -9,6 +9,8 @@ should cost the user seconds, not a debugging session.
 
 from __future__ import annotations
 
+import difflib
+import math
 import os
 import tomllib
 from dataclasses import dataclass, field, fields
@@ -91,12 +93,26 @@ def _read(path: Path) -> dict[str, Any]:
             return tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: not UTF-8 text ({exc.reason} at byte "
+                          f"{exc.start})") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: cannot read: it is a folder, not a TOML file") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
+def _unknown(path: Path, where: str, key: str, known: Any) -> ConfigError:
+    close = difflib.get_close_matches(key, list(known), n=1)
+    hint = f"; did you mean '{close[0]}'?" if close else f" (known: {', '.join(sorted(known))})"
+    return ConfigError(f"{path}: {where}: unknown field '{key}'{hint}")
+
+
 def _check_type(path: Path, where: str, key: str, value: Any, kinds: tuple[type, ...]) -> None:
     ok = isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds)
+    if ok and isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{path}: {where}: field '{key}' must be a finite number, "
+                          f"got {value!r}")
     if not ok:
         want = " or ".join({"str": "a string", "int": "an integer", "float": "a number",
                             "list": "a list"}[k.__name__] for k in kinds)
@@ -106,15 +122,20 @@ def _check_type(path: Path, where: str, key: str, value: Any, kinds: tuple[type,
 
 def _merge_layer(path: Path, doc: dict[str, Any], raw: dict[str, dict[str, Any]],
                  core: dict[str, Any]) -> None:
+    for top in doc:  # other areas own other tables; only near-misses of ours are typos
+        if top not in ("core", "profiles"):
+            close = difflib.get_close_matches(top, ["core", "profiles"], n=1, cutoff=0.75)
+            if close:
+                raise ConfigError(f"{path}: unknown table [{top}]; did you mean [{close[0]}]?")
     section = doc.get("core", {})
     if not isinstance(section, dict):
         raise ConfigError(f"{path}: [core] must be a table")
     for key, value in section.items():
         if key not in _CORE_TYPES:
-            raise ConfigError(f"{path}: [core]: unknown field '{key}' "
-                              f"(known: {', '.join(sorted(_CORE_TYPES))})")
+            raise _unknown(path, "[core]", key, _CORE_TYPES)
         _check_type(path, "[core]", key, value, _CORE_TYPES[key])
         core[key] = value
+        core[f"__file__{key}"] = path
     profiles = doc.get("profiles", {})
     if not isinstance(profiles, dict):
         raise ConfigError(f"{path}: [profiles] must be a table of [profiles.NAME] tables")
@@ -125,8 +146,7 @@ def _merge_layer(path: Path, doc: dict[str, Any], raw: dict[str, dict[str, Any]]
         entry = raw.setdefault(name, {"__file__": path})
         for key, value in body.items():
             if key not in _PROFILE_TYPES:
-                raise ConfigError(f"{path}: {where}: unknown field '{key}' "
-                                  f"(known: {', '.join(sorted(_PROFILE_TYPES))})")
+                raise _unknown(path, where, key, _PROFILE_TYPES)
             _check_type(path, where, key, value, _PROFILE_TYPES[key])
             if key == "cassettes":
                 if not all(isinstance(v, str) for v in value):
@@ -157,10 +177,16 @@ def _finish(name: str, entry: dict[str, Any], env: dict[str, str]) -> Profile:
     for key in ("ttft_ms", "max_retries"):
         if key in values and values[key] < 0:
             raise ConfigError(f"{where(key)}: must not be negative, got {values[key]!r}")
+    for key, top in (("max_retries", 10), ("max_retry_wait_s", 300)):
+        if key in values and values[key] > top:  # a stream must fail in bounded time
+            raise ConfigError(f"{where(key)}: must be at most {top}, got {values[key]!r}")
     if values["backend"] == "openai":
         if not values.get("base_url"):
             raise ConfigError(f"{where('base_url')}: required for backend 'openai' "
                               "(e.g. https://api.cerebras.ai/v1)")
+        if not values["base_url"].startswith(("http://", "https://")):
+            raise ConfigError(f"{where('base_url')}: must start with http:// or https://, "
+                              f"got {values['base_url']!r}")
         if not (values.get("api_model") or values.get("model")):
             raise ConfigError(f"{where('api_model')}: required for backend 'openai' "
                               "(the model id the endpoint serves)")
@@ -192,7 +218,7 @@ def load_config(*, config_file: Path | None = None, project_root: Path | None = 
     layers: list[Path] = [BUILTIN_FILE]
     if config_file is not None:
         config_file = Path(config_file).expanduser()
-        if not config_file.is_file():
+        if not config_file.exists():
             raise ConfigError(f"{config_file}: config file not found")
         layers.append(config_file)
     elif user_config_file().is_file():
@@ -206,5 +232,7 @@ def load_config(*, config_file: Path | None = None, project_root: Path | None = 
     profiles = {name: _finish(name, entry, env) for name, entry in raw.items()}
     for key in ("frame_ms", "max_frame_tokens", "max_streams_per_connection"):
         if key in core and core[key] <= 0:
-            raise ConfigError(f"{layers[-1]}: [core]: field '{key}' must be positive")
-    return CoreConfig(profiles=profiles, sources=tuple(layers), **core)
+            raise ConfigError(f"{core['__file__' + key]}: [core]: field '{key}' must be "
+                              f"positive, got {core[key]!r}")
+    values = {k: v for k, v in core.items() if not k.startswith("__file__")}
+    return CoreConfig(profiles=profiles, sources=tuple(layers), **values)

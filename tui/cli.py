@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from core.cli_support import CliError
@@ -38,25 +39,69 @@ def _subcommand_parser(name: str) -> argparse.ArgumentParser:
     return parser
 
 
+def _subcommand_help() -> str:
+    """One line per subcommand, from the modules that own them (help is never stale)."""
+    parser = argparse.ArgumentParser(prog="spark")
+    sub = parser.add_subparsers(dest="command")
+    for module in dict.fromkeys(SUBCOMMANDS.values()):
+        importlib.import_module(module).register(sub)
+    helps = {a.dest: a.help or "" for a in sub._choices_actions}
+    width = max(map(len, SUBCOMMANDS))
+    lines = [f"  {name:<{width}}  {helps.get(name, '')}".rstrip() for name in SUBCOMMANDS]
+    return ("subcommands (spark COMMAND --help for each):\n" + "\n".join(lines) + "\n")
+
+
+def _print_help() -> int:
+    from tui import commands
+
+    sys.stdout.write(commands.app_parser().format_help())
+    sys.stdout.write("\n" + _subcommand_help())
+    sys.stdout.flush()
+    return 0
+
+
+def _run(argv: list[str]) -> int:
+    if argv and argv[0] in SUBCOMMANDS:
+        parser = _subcommand_parser(argv[0])
+        args = parser.parse_args(argv)
+        if not hasattr(args, "func"):
+            parser.error(f"'{argv[0]}' needs a subcommand")
+        return int(args.func(args) or 0)
+    if argv[:1] in (["-h"], ["--help"]):
+        return _print_help()
+    from tui import commands
+
+    return int(commands.run_app_from_argv(argv) or 0)
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot raise again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run `spark`; user errors are one line on stderr and exit 2, never a traceback."""
+    from core.client import CoreConnectionError
+
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        if argv and argv[0] in SUBCOMMANDS:
-            parser = _subcommand_parser(argv[0])
-            args = parser.parse_args(argv)
-            if not hasattr(args, "func"):
-                parser.error(f"'{argv[0]}' needs a subcommand")
-            code = args.func(args)
-        else:
-            from tui import commands
-
-            code = commands.run_app_from_argv(argv)
-    except CliError as exc:
-        print(f"spark: error: {exc}", file=sys.stderr)
-        return exc.exit_code
+        code = _run(argv)
+        sys.stdout.flush()  # a closed pipe shows up here, inside the handler below
+    except BrokenPipeError:
+        # `spark ... | head`: the reader has what it wanted; that is not an error
+        _quiet_stdout()
+        return 0
+    except (CliError, CoreConnectionError) as exc:
+        print(f"spark: error: {exc.message if isinstance(exc, CoreConnectionError) else exc}",
+              file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
-    return int(code or 0)
+    return code
 
 
 if __name__ == "__main__":
