@@ -172,12 +172,23 @@ PLAN = {
     "qwen2.5-32b": ([(1, 1024), (1, 8192), (8, 1024)], [256, 1024, 4096]),
 }
 
+# Held-out test points (h100_extra.jsonl): never used to fit or to tune the model.
+EXTRA = {
+    "llama-3.2-1b": ([(1, 2048), (16, 4096)], [256, 1024, 4096]),
+    "llama-3.2-3b": ([(4, 4096), (32, 1024)], [128, 512, 2048]),
+    "llama-3.1-8b": ([(4, 512), (16, 4096)], [256, 1024, 4096]),
+    "qwen2.5-14b": ([(1, 4096), (32, 1024)], [128, 1024, 4096]),
+    "qwen2.5-32b": ([(4, 4096), (16, 1024)], [512, 2048]),
+}
+
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--chip", default="h100-sxm")
     ap.add_argument("--models", nargs="*", default=list(PLAN))
+    ap.add_argument("--plan", choices=("main", "extra"), default="main")
     args = ap.parse_args()
+    plan = EXTRA if args.plan == "extra" else PLAN
     name = torch.cuda.get_device_name()
     print(f"# device {name} torch {torch.__version__}", file=sys.stderr)
     torch.backends.cuda.matmul.allow_tf32 = True
@@ -185,7 +196,7 @@ def main() -> int:
         t0 = time.time()
         spec = get_model(mname)
         model = Model(spec)
-        decode_pts, prefill_pts = PLAN[mname]
+        decode_pts, prefill_pts = plan[mname]
         for batch, ctx in decode_pts:
             try:
                 ms = measure_decode(model, batch, ctx)
