@@ -63,6 +63,12 @@ class _Renamer(ast.NodeTransformer):
 
     visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
 
+    def visit_Nonlocal(self, node: ast.Nonlocal) -> ast.Nonlocal:
+        node.names = [self.mapping.get(n, n) for n in node.names]
+        return node
+
+    visit_Global = visit_Nonlocal  # type: ignore[assignment]
+
     def visit_arg(self, node: ast.arg) -> ast.arg:
         node.arg = self.mapping.get(node.arg, node.arg)
         self.generic_visit(node)

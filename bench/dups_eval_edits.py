@@ -155,7 +155,7 @@ def rename_consistently(func: ast.AST, rng: random.Random) -> bool:
 def change_literals(func: ast.AST, rng: random.Random) -> bool:
     """Default values and string literals change (not the docstring)."""
     changed = False
-    doc = func.body[0] if _body_start(func) else None  # type: ignore[attr-defined]
+    doc = func.body[0].value if _body_start(func) else None  # type: ignore[attr-defined]
     for node in ast.walk(func):
         if node is doc or not isinstance(node, ast.Constant):
             continue

@@ -35,6 +35,10 @@ PRUNE_BELOW = 0.6  # candidates estimated below this share of the floor are not 
 NEAR_BEST = 0.05  # other near misses are reported only this close to the best one
 LEXICAL_MARGIN = 0.25  # ... and sharing about as many names (see _rank)
 CANDIDATES = 40  # candidates verified per query
+# a near miss shares some of the names a copy-edit keeps (globals, builtins, attributes,
+# keywords): equally shaped code about different things (sibling `__init__`s that
+# store different fields) is a pattern, not a copy. Measured: true near misses >= 0.25.
+ANCHOR_FLOOR = 0.2
 MAX_FILE_BYTES = 2_000_000  # larger .py files are generated data, not code anyone reads
 EXCLUDED_DIRS = {
     ".git", ".hg", ".svn", ".venv", "venv", "env", "__pycache__", "node_modules", ".tox",
@@ -355,6 +359,8 @@ class DuplicateIndex:
         near.sort(reverse=True)
         aligner = _Aligner(unit.roles)
         for sim, uid in near[:ALIGN_AT_MOST]:
+            if _set_jaccard(unit.anchors, entries[uid].unit.anchors) < ANCHOR_FLOOR:  # type: ignore[union-attr]
+                continue
             ratio = aligner.ratio(entries[uid].unit.roles, sim)  # type: ignore[union-attr]
             if ratio >= TYPE3_THRESHOLD:
                 found[uid] = (min(ratio, 0.99), 3)  # not an exact or renamed copy: below 1
@@ -437,29 +443,39 @@ class DuplicateIndex:
         return results
 
     def pairs(self) -> list[ClonePair]:
-        """Every clone pair within the indexed tree, sorted by path and line."""
+        """Each function paired with its best twin, once per pair, sorted by path and line.
+
+        Reporting every clone pair would square a family: four sibling copies make six
+        pairs, and each near miss of one of them would pair with all four. So each
+        function reports only its best twin (lowest clone type, then highest similarity,
+        then most shared names); twins tied on all three are a family of copies of each
+        other, of which the one sharing the most names (then the first by path) stands
+        for all. A pair's ``a`` is the one that sorts first by (path, line, symbol).
+        """
         out: dict[tuple[FunctionRef, FunctionRef], tuple[float, int]] = {}
 
         def ref(path: str, unit: FunctionUnit) -> FunctionRef:
             return FunctionRef(path, unit.symbol, unit.line)
-
-        def add(a: FunctionRef, b: FunctionRef, sim: float, ctype: int) -> None:
-            key = (a, b) if (a.path, a.line) <= (b.path, b.line) else (b, a)
-            if key not in out or (ctype, -sim) < (out[key][1], -out[key][0]):
-                out[key] = (sim, ctype)
 
         with self._lock:
             queries = [(e.path, e.unit, e) for e in self._entries if e is not None]
             queries += [(p, u, None) for p, units in self._probes.items() for u in units]
             for path, unit, me in queries:
 
-                def skip(other: _Entry, me: _Entry | None = me) -> bool:
-                    return other is me
+                def skip(other: _Entry, me: _Entry | None = me, unit: FunctionUnit = unit,
+                         path: str = path) -> bool:
+                    return other is me or (other.path == path and other.unit.line == unit.line)
 
-                for uid, sim, ctype in self._matches(unit, skip, CANDIDATES):
-                    twin = self._entries[uid]
-                    assert twin is not None
-                    add(ref(path, unit), ref(twin.path, twin.unit), sim, ctype)
+                best = self._matches(unit, skip, CANDIDATES)
+                if not best:
+                    continue
+                uid, sim, ctype = best[0]
+                twin = self._entries[uid]
+                assert twin is not None
+                a, b = sorted((ref(path, unit), ref(twin.path, twin.unit)),
+                              key=lambda r: (r.path, r.line, r.symbol))
+                if a != b and ((a, b) not in out or (ctype, -sim) < (out[a, b][1], -out[a, b][0])):
+                    out[a, b] = (sim, ctype)
         pairs = [ClonePair(a, b, sim, ctype) for (a, b), (sim, ctype) in out.items()]
-        pairs.sort(key=lambda p: (p.a.path, p.a.line, p.b.path, p.b.line))
+        pairs.sort(key=lambda p: (p.a.path, p.a.line, p.a.symbol, p.b.path, p.b.line))
         return pairs

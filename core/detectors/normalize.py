@@ -108,6 +108,7 @@ class _Walker:
         self.pending: list[tuple[int, str]] = []  # (position in roles, name)
         # names a rename leaves alone: globals, builtins, attributes, keyword arguments
         self.anchors: set[str] = set()
+        self.marks: list[str] = []  # canonical rewrites applied (see _unnegate)
 
     def finish(self) -> None:
         local = self.local - self.params
@@ -133,6 +134,14 @@ class _Walker:
             self.local.add(node.name)
 
     def visit(self, node: ast.AST) -> None:
+        if isinstance(node, ast.AnnAssign):
+            if node.value is None:
+                return  # `x: int` alone binds nothing at run time: a type hint, dropped
+            node = ast.Assign(targets=[node.target], value=node.value)  # hint dropped
+        elif isinstance(node, ast.Assign):
+            node = self._expand_comprehension(node)
+        elif isinstance(node, ast.If):
+            node = self._unnegate(node)
         kind = type(node).__name__
         if isinstance(node, ast.stmt):
             self.statements += 1
@@ -147,6 +156,10 @@ class _Walker:
             self.roles.append(0)
             self.exact.append("N" + node.id)
             return
+        if isinstance(node, ast.Module):  # a canonical rewrite: several statements
+            for stmt in node.body:
+                self.visit(stmt)
+            return
         self._binds(node)
         self.roles.append(_VOCAB.get(kind, _OTHER))
         own = _own_names(node)
@@ -156,12 +169,14 @@ class _Walker:
         if isinstance(node, _FUNCS + (ast.ClassDef,)):
             children: list[ast.AST] = list(node.decorator_list)
             if not isinstance(node, ast.ClassDef):
-                children.append(node.args)
-                if node.returns is not None:
-                    children.append(node.returns)
+                children.append(node.args)  # the return annotation is dropped
             else:
                 children += node.bases + node.keywords
             children += _strip_docstring(node.body)
+        elif isinstance(node, ast.arg):
+            children = []  # its annotation is dropped: adding type hints is no edit
+        elif isinstance(node, ast.Call):
+            children = [node.func, *node.args, *self._sorted_keywords(node.keywords)]
         else:
             children = [c for c in ast.iter_child_nodes(node) if not isinstance(c, _SKIP)]
         for child in children:
@@ -170,6 +185,52 @@ class _Walker:
             self.exact.append("/")
             if isinstance(node, ast.stmt):
                 self.roles.append(_END)
+
+    # Canonical rewrites. Reordered keyword arguments are a renamed (type 2) copy; a
+    # negated test with swapped branches and a loop turned into a comprehension are
+    # near misses (type 3) that align perfectly. Each rewrite leaves a mark in the
+    # exact view and, for the type-3 rewrites, in the renamed view, so the original
+    # and the rewritten form never share a type-1 or type-2 key.
+    def _sorted_keywords(self, keywords: list[ast.keyword]) -> list[ast.keyword]:
+        named = sorted(keywords, key=lambda k: (k.arg is None, k.arg or ""))
+        if named != keywords:
+            self.exact.append("kw-order:" + ",".join(k.arg or "**" for k in keywords))
+        return named
+
+    def _unnegate(self, node: ast.If) -> ast.If:
+        """`if not c: A else: B` is walked as `if c: B else: A`."""
+        if (
+            isinstance(node.test, ast.UnaryOp)
+            and isinstance(node.test.op, ast.Not)
+            and node.orelse
+            and not (len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If))
+        ):
+            self.marks.append("if-not")
+            return ast.If(test=node.test.operand, body=node.orelse, orelse=node.body)
+        return node
+
+    def _expand_comprehension(self, node: ast.Assign) -> ast.AST:
+        """`x = [e for t in it if c]` is walked as `x = []` + a loop that appends."""
+        value = node.value
+        if not (
+            len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(value, ast.ListComp)
+            and len(value.generators) == 1
+            and len(value.generators[0].ifs) <= 1
+        ):
+            return node
+        gen, name = value.generators[0], node.targets[0].id
+        stmt: ast.stmt = ast.Expr(ast.Call(
+            func=ast.Attribute(ast.Name(name, ast.Load()), "append", ast.Load()),
+            args=[value.elt], keywords=[]))
+        if gen.ifs:
+            stmt = ast.If(test=gen.ifs[0], body=[stmt], orelse=[])
+        self.marks.append("listcomp")  # (counted as the loop it stands for: same size)
+        loop_cls = ast.AsyncFor if gen.is_async else ast.For
+        loop = loop_cls(target=gen.target, iter=gen.iter, body=[stmt], orelse=[])
+        return ast.Module(body=[ast.Assign(targets=node.targets, value=ast.List([], ast.Load())),
+                                loop], type_ignores=[])
 
 
 def _own_names(node: ast.AST) -> str:
@@ -220,8 +281,9 @@ def fingerprint(node: ast.FunctionDef | ast.AsyncFunctionDef, symbol: str) -> Fu
         end_line=getattr(node, "end_lineno", None) or node.lineno,
         statements=walker.statements - 1,  # the def itself is not a statement of the body
         tokens=len(walker.roles),
-        exact_key=_digest("\x00".join(walker.exact)),
-        renamed_key=hashlib.blake2b(roles.encode(), digest_size=12).digest(),
+        exact_key=_digest("\x00".join(walker.exact + walker.marks)),
+        renamed_key=hashlib.blake2b((roles + "|".join(walker.marks)).encode(),
+                                    digest_size=12).digest(),
         features=_features(walker.roles),
         anchors=frozenset(walker.anchors),
         roles=roles,
