@@ -16,6 +16,7 @@ see, such as kv_eff without a long-context or large-batch point, stay at their d
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 from dataclasses import dataclass
@@ -29,6 +30,18 @@ from hwmodel.work import ROOFLINE_BLEND, Work, build_work, time_of
 
 PRIOR_WEIGHT = 0.1
 ITERATIONS = 12
+# Bounds on theta = (1/mem_eff, 1/compute_eff, layer_us, prefill_layer_us, step_us,
+# prefill_step_us, 1/kv_eff). Real kernels reach 40-100% of peak bandwidth and 20-100% of peak
+# FLOPs; a fit that wants less is explaining something else (host time, a wrong chip) and must
+# not hide it in an efficiency. Overheads are non-negative and below 2 ms (device, per layer),
+# 5 ms (host, per layer), 50 ms (per step) and 100 ms (host, per pass).
+THETA_LO = (1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0)
+THETA_HI = (1 / 0.4, 1 / 0.2, 2000.0, 5000.0, 50000.0, 100000.0, 1 / 0.2)
+THETA_NAMES = ("mem_eff", "compute_eff", "layer_us", "prefill_layer_us", "step_us", "prefill_step_us", "kv_eff")
+FIT_WARN_PCT = 15.0  # a fitted point off by more than this is reported
+FIT_FAIL_PCT = 50.0  # the model cannot describe these points: refuse rather than write nonsense
+PEAK_SLACK = 0.9  # a point faster than 90% of the time at 100% of peak is impossible
+DUPLICATE_SPREAD = 0.25  # repeated measurements of one configuration that differ more: warn
 
 
 @dataclass(frozen=True)
@@ -58,11 +71,14 @@ def parse_point(obj: dict, where: str = "") -> Point:
             raise HwModelError(f"{where}phase must be 'decode' or 'prefill', got {phase!r}")
         point = Point(str(obj["chip"]), str(obj["model"]), phase, int(obj.get("batch", 1)), length, ms,
                       str(obj.get("precision", "bf16")), obj.get("kv_precision"), obj.get("chips"))
+        resolve(point.chip)
+        get_model(point.model)
+        get_precision(point.precision)
     except KeyError as exc:
         raise HwModelError(f"{where}missing field {exc.args[0]!r}") from exc
+    except HwModelError as exc:
+        raise HwModelError(f"{where}{exc}") from exc
     except (TypeError, ValueError) as exc:
-        if isinstance(exc, HwModelError):
-            raise
         raise HwModelError(f"{where}bad value: {exc}") from exc
     if point.ms <= 0 or point.batch < 1 or point.length < 1:
         raise HwModelError(f"{where}times, batch and lengths must be positive")
@@ -127,7 +143,7 @@ def _rows(points: list[Point], works: list[Work], branches, theta0):
     rows, target = [], []
     for p, w, (memory, host) in zip(points, works, branches):
         if host:
-            row = [0.0, 0.0, 0.0, w.layers * 1e-6, 0.0, 1e-6, 0.0]
+            row = [0.0, 0.0, 0.0, w.host_units * 1e-6, 0.0, 1e-6, 0.0]
             comm = 0.0
         else:
             g = ROOFLINE_BLEND
@@ -145,15 +161,45 @@ def _rows(points: list[Point], works: list[Work], branches, theta0):
     return rows, target
 
 
-def _solve(points, works, branches, theta0):
+def bounded_lstsq(a, b, lo, hi, iterations: int = 30):
+    """min |a x - b| with lo <= x <= hi: an active-set method (numpy only; no scipy here).
+
+    Solve on the free variables, pin the worst violator at its bound, and release a pinned
+    variable when the gradient says the loss falls by moving it inward. Small problems only.
+    """
     import numpy as np
 
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    lo, hi = np.asarray(lo, float), np.asarray(hi, float)
+    x = np.clip(np.linalg.lstsq(a, b, rcond=None)[0], lo, hi)
+    pinned = np.zeros(len(x), bool)
+    for _ in range(iterations):
+        free = ~pinned
+        if free.any():
+            rhs = b - a[:, pinned] @ x[pinned]
+            sol = np.linalg.lstsq(a[:, free], rhs, rcond=None)[0]
+            trial = x.copy()
+            trial[free] = sol
+            over = np.maximum(lo - trial, trial - hi)
+            over[pinned] = 0.0
+            if over.max() > 1e-12 * max(1.0, np.abs(trial).max()):
+                i = int(np.argmax(over))
+                x[free] = np.clip(sol, lo[free], hi[free])
+                x[i] = lo[i] if trial[i] < lo[i] else hi[i]
+                pinned[i] = True
+                continue
+            x = trial
+        grad = a.T @ (a @ x - b)
+        release = pinned & (((x <= lo) & (grad < 0)) | ((x >= hi) & (grad > 0)))
+        if not release.any():
+            break
+        pinned[int(np.argmax(np.where(release, np.abs(grad), -1.0)))] = False
+    return np.clip(x, lo, hi)
+
+
+def _solve(points, works, branches, theta0):
     rows, target = _rows(points, works, branches, theta0)
-    theta, *_ = np.linalg.lstsq(np.array(rows), np.array(target), rcond=None)
-    # efficiencies cannot exceed 1 and overheads cannot be negative
-    theta[[0, 1, 6]] = np.maximum(theta[[0, 1, 6]], 1.0)
-    theta[2:6] = np.maximum(theta[2:6], 0.0)
-    return theta
+    return bounded_lstsq(rows, target, THETA_LO, THETA_HI)
 
 
 def _objective(points, works, base: ChipSpec, theta, theta0, eager_decode: bool) -> float:
@@ -210,9 +256,19 @@ def fit_chip(points: list[Point]) -> dict:
     names = {resolve(p.chip)[0].name for p in points}
     if len(names) != 1:
         raise HwModelError(f"fit_chip needs points of one chip, got {sorted(names)}")
+    if not points:
+        raise HwModelError("no measured points to fit")
+    points, warnings = merge_duplicates(points)
     base, _ = resolve(points[0].chip)
     works = [point_work(p)[1] for p in points]
-    theta0 = _theta0(base)
+    _check_physical(points, works, base)
+    if len(points) < 4:
+        warnings.append(f"only {len(points)} distinct point(s): terms they cannot see stay at the spec defaults")
+    phases = {p.phase for p in points}
+    if len(phases) == 1:
+        other = "prefill" if "decode" in phases else "decode"
+        warnings.append(f"{next(iter(phases))} points only: the {other} terms stay at the spec defaults")
+    theta0 = [min(max(t, lo), hi) for t, lo, hi in zip(_theta0(base), THETA_LO, THETA_HI)]
     best = None
     for eager in (False, True):
         for branches in _candidates(points, works, eager, theta0, base):
@@ -223,13 +279,70 @@ def fit_chip(points: list[Point]) -> dict:
     _, theta, eager = best
     terms = _terms(theta, eager)
     chip = base.with_terms(**terms)
-    errors = [abs(time_of(w, chip).total_s * 1e3 - p.ms) / p.ms for p, w in zip(points, works)]
+    residuals = []
+    for p, w in zip(points, works):
+        t = time_of(w, chip)
+        residuals.append({"model": p.model, "phase": p.phase, "batch": p.batch, "length": p.length,
+                          "measured_ms": p.ms, "fitted_ms": round(t.total_s * 1e3, 4),
+                          "error_pct": round(100 * (t.total_s * 1e3 - p.ms) / p.ms, 2), "bound": t.bound})
+    worst = max(residuals, key=lambda r: abs(r["error_pct"]))
+    where = f"{worst['model']} {worst['phase']} batch {worst['batch']} length {worst['length']}"
+    if abs(worst["error_pct"]) > FIT_FAIL_PCT:
+        raise HwModelError(
+            f"cannot fit {base.name}: even the best bounded terms miss {where} by {worst['error_pct']:+.0f}% "
+            f"({worst['fitted_ms']:.3g} vs {worst['measured_ms']:.3g} ms). The points may mix engines, hosts "
+            f"or precisions, or name the wrong chip or model; fit them separately.")
+    if abs(worst["error_pct"]) > FIT_WARN_PCT:
+        warnings.append(f"{where} is fitted {worst['error_pct']:+.0f}% off: the model cannot describe every point")
+    at_bounds = [name for name, v, lo, hi in zip(THETA_NAMES, theta, THETA_LO, THETA_HI)
+                 if hi > lo and (v <= lo + 1e-9 * max(1, abs(lo)) or v >= hi * (1 - 1e-9))]
+    pinned = [n for n in at_bounds if n not in ("layer_us", "prefill_layer_us", "step_us", "prefill_step_us")]
+    if pinned:
+        warnings.append(f"{', '.join(pinned)} pinned at the physical bound: the points ask for more than the "
+                        "kernels can do (or less than they would); check chip, model and precision")
     return {
         "family": base.family,
         "terms": {k: round(v, 6) for k, v in terms.items()},
         "points": len(points),
-        "fit_error_pct": round(100 * max(errors), 2),
+        "fit_error_pct": round(max(abs(r["error_pct"]) for r in residuals), 2),
+        "residuals": residuals,
+        "at_bounds": at_bounds,
+        "warnings": warnings,
     }
+
+
+def _key(p: Point) -> tuple:
+    return (p.model, p.phase, p.batch, p.length, p.precision, p.kv_precision, p.chips)
+
+
+def merge_duplicates(points: list[Point]) -> tuple[list[Point], list[str]]:
+    """Repeated measurements of one configuration become one point at their median, so a
+    configuration measured five times does not outvote the others; a wide spread is reported."""
+    import statistics
+
+    groups: dict[tuple, list[Point]] = {}
+    for p in points:
+        groups.setdefault(_key(p), []).append(p)
+    merged, warnings = [], []
+    for key, group in groups.items():
+        times = [p.ms for p in group]
+        mid = statistics.median(times)
+        if len(group) > 1 and (max(times) - min(times)) / mid > DUPLICATE_SPREAD:
+            warnings.append(f"{key[0]} {key[1]} batch {key[2]} length {key[3]}: {len(group)} measurements "
+                            f"from {min(times):.3g} to {max(times):.3g} ms; using the median {mid:.3g} ms")
+        merged.append(group[0] if len(group) == 1 else dataclasses.replace(group[0], ms=mid))
+    return merged, warnings
+
+
+def _check_physical(points: list[Point], works: list[Work], chip: ChipSpec) -> None:
+    """A point faster than the chip's peaks allow cannot be fitted by any efficiency <= 1:
+    say so (wrong chip, precision or model) instead of returning nonsense terms."""
+    for p, w in zip(points, works):
+        floor_ms = (max(w.mem_s + w.kv_s, w.compute_s) + w.elem_s) * 1e3
+        if p.ms < PEAK_SLACK * floor_ms:
+            raise HwModelError(
+                f"{p.model} {p.phase} batch {p.batch} length {p.length}: {p.ms:g} ms is faster than "
+                f"{chip.name} can run it at 100% of peak ({floor_ms:.3g} ms); wrong chip, model or precision?")
 
 
 def calibrate(points: list[Point]) -> dict:

@@ -45,6 +45,11 @@ class Work:
     layers: int
     comm_s: float
     kv_s: float = 0.0  # decode: seconds at peak bandwidth to read the KV cache
+    host_layers: float = 0.0  # eager host cost in dense-layer equivalents (0 = `layers`)
+
+    @property
+    def host_units(self) -> float:
+        return self.host_layers or float(self.layers)
 
 
 @dataclass(frozen=True)
@@ -75,10 +80,30 @@ def time_of(work: Work, chip: ChipSpec) -> Timing:
     device = max(mem, comp) + ROOFLINE_BLEND * min(mem, comp) + elem + fixed + work.comm_s
     step = chip.step_us * 1e-6
     if work.phase == "prefill" or chip.eager_decode:
-        host = (work.layers * chip.prefill_layer_us + chip.prefill_step_us) * 1e-6
+        host = (work.host_units * chip.prefill_layer_us + chip.prefill_step_us) * 1e-6
         if host > device + step:
             return Timing(host, mem + elem, comp, host, work.comm_s)
     return Timing(device + step, mem + elem, comp, fixed + step, work.comm_s)
+
+
+# Kernel launches per layer in an eager engine. The host pays a roughly fixed time per launch
+# (Python dispatch + cudaLaunchKernel), so host time scales with launches, not with bytes.
+# Dense layer: norm, QKV, RoPE, attention, O-proj, add, norm, gate-up, activation, down, add.
+DENSE_LAYER_LAUNCHES = 11
+# MoE layer: the attention half and norm (7), router + top-k + combine (3), and per routed or
+# shared expert a gate-up, activation, down and a gather/scatter (4), plus the residual add.
+MOE_ATTN_LAUNCHES, MOE_ROUTER_LAUNCHES, MOE_EXPERT_LAUNCHES = 7, 3, 4
+
+
+def host_layer_units(model: ModelSpec) -> float:
+    """Eager host cost of the whole stack in dense-layer equivalents (launch counts): a dense
+    model's is its layer count; an MoE layer that runs k experts launches several times more."""
+    if not model.is_moe:
+        return float(model.layers)
+    moe = (MOE_ATTN_LAUNCHES + MOE_ROUTER_LAUNCHES + 1
+           + MOE_EXPERT_LAUNCHES * (model.experts_active + model.shared_experts))
+    dense = model.layers - model.moe_layers
+    return dense + model.moe_layers * moe / DENSE_LAYER_LAUNCHES
 
 
 def _allreduce_s(chip: ChipSpec, n: int, nbytes: float) -> float:
@@ -116,7 +141,8 @@ def gpu_decode(chip: ChipSpec, model: ModelSpec, prec: Precision, kvb: float,
     peak = chip.peak_tflops(prec.compute) * 1e12
     comm = 2 * model.layers * _allreduce_s(chip, n, batch * model.hidden * 2)
     bw = chip.mem_bw_gbs * 1e9
-    return Work("decode", weights / bw, flops / peak, 0.0, model.layers, comm, kv_s=kv / bw)
+    return Work("decode", weights / bw, flops / peak, 0.0, model.layers, comm, kv_s=kv / bw,
+                host_layers=host_layer_units(model))
 
 
 def _causal_pairs(model: ModelSpec, prompt: int) -> float:
@@ -143,7 +169,7 @@ def gpu_prefill(chip: ChipSpec, model: ModelSpec, prec: Precision, kvb: float,
     elem = tokens * model.layers * _elem_bytes_per_token_layer(model, act) / n
     comm = 2 * model.layers * _allreduce_s(chip, n, tokens * model.hidden * act)
     return Work("prefill", (weights + kv_write) / bw, (layer_flops + head_flops + attn_flops) / n / peak,
-                elem / bw, model.layers, comm)
+                elem / bw, model.layers, comm, host_layers=host_layer_units(model))
 
 
 def _wafer_resident(model: ModelSpec, prec: Precision, kv_total: float, n: int) -> float:
