@@ -127,6 +127,7 @@ class StreamJob:
         self._steers: asyncio.Queue[str] = asyncio.Queue()
         self._partial: list[str] = []
         self._client_cancelled = False
+        self._started = False
         self._steer_count = 0
         self.tokens_sent = 0  # across legs; for monitoring and tests
 
@@ -143,7 +144,9 @@ class StreamJob:
         if self._client_cancelled:
             return
         self._client_cancelled = True
-        if self.task is not None:
+        # a task cancelled before its first step never runs its handlers (no `done`
+        # would be sent): before it starts, the flag alone is enough, `run` checks it
+        if self.task is not None and self._started:
             self.task.cancel()
 
     def steer(self, text: str) -> bool:
@@ -155,6 +158,7 @@ class StreamJob:
         return True
 
     async def run(self) -> None:
+        self._started = True
         messages = list(self.gen.messages)
         max_tokens = self.gen.max_tokens
         total_prompt = total_completion = 0
@@ -162,6 +166,8 @@ class StreamJob:
         steer_wait: asyncio.Task | None = None
         t_leg = time.perf_counter()
         try:
+            if self._client_cancelled:  # cancelled before it started
+                raise asyncio.CancelledError
             while True:
                 self._partial = []
                 leg = asyncio.create_task(self._leg(messages, max_tokens, t_leg))

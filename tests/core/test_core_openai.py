@@ -65,6 +65,19 @@ async def test_streams_answer_with_usage_and_timing(tmp_path, fake):
     (Reply.status(429, "slow down", headers={"Retry-After": "120"}), "rate_limited", ["120"]),
     (Reply.cut("one two three four five", after=2), "stream_cut", ["cut"]),
     (Reply.hang(3.0), "read_timeout", ["read timeout"]),
+    (Reply.stall(3.0), "read_timeout", ["did not answer within"]),
+    (Reply.status(401, "Incorrect API key provided: sk-test-SECRET-123"), "auth", ["***"]),
+    (Reply.raw_body(b"<html><body>Bad gateway</body></html>", "text/html"),
+     "bad_upstream_response", ["not an event stream", "text/html"]),
+    (Reply.raw_body(b'data: {"choices":[{"index":0,"delta":{"content":"a"}}]}\n\n'
+                    b"data: {not json\n\n"), "bad_upstream_response", ["not JSON"]),
+    (Reply.raw_body(b'data: {"choices": 5}\n\n'), "bad_upstream_response", ["choices"]),
+    (Reply.raw_body(b'data: {"choices":[],"usage":{"completion_tokens":"many"}}\n\n'
+                    b"data: [DONE]\n\n"), None, []),
+    (Reply.raw_body(b'event: error\ndata: {"error":{"message":"quota exceeded"}}\n\n'),
+     "upstream_error", ["quota exceeded"]),
+    (Reply.raw_body(b"event: error\ndata: plain text failure\n\n"), "upstream_error",
+     ["plain text failure"]),
 ])
 async def test_failures_are_clear_errors_for_that_stream_only(tmp_path, fake, reply, code, words):
     fake.default = Reply.text("fine answer")
@@ -72,6 +85,12 @@ async def test_failures_are_clear_errors_for_that_stream_only(tmp_path, fake, re
     async with running_core(tmp_path, env={"FAKE_KEY": "x"}, extra=_extra(fake)) as (url, _):
         client = await CoreClient.connect(url)
         bad = await client.generate("live", USER)
+        if code is None:  # odd but harmless: ends normally, counts estimated
+            async for _ in bad:
+                pass
+            assert bad.done.source["usage"] == "estimated"
+            await client.close()
+            return
         with pytest.raises(CoreError) as exc:
             async for _ in bad:
                 pass
@@ -110,14 +129,47 @@ async def test_connect_refused(tmp_path, fake):
 
 
 async def test_cancel_closes_the_upstream_request(tmp_path, fake):
-    fake.script.append(Reply.text(" ".join(["word"] * 400), delay_s=0.01))
+    """Cancel ends the stream at once and hangs up on the endpoint (which stops writing).
+
+    The answer would take 40 s, so a cancel that did not reach the upstream request (or a
+    teardown that waited for the body) shows as a timeout, not as a slow pass.
+    """
+    fake.script.append(Reply.text(" ".join(["word"] * 4000), delay_s=0.01))
     async with running_core(tmp_path, env={"FAKE_KEY": "x"}, extra=_extra(fake)) as (url, _):
         client = await CoreClient.connect(url)
         s = await client.generate("live", USER)
-        async for _ in s:
-            await s.cancel()  # on every event: repeated cancels must still end in one done
+        async with asyncio.timeout(5):
+            async for _ in s:
+                await s.cancel()  # on every event: repeated cancels must still end in one done
         assert s.done.reason == "cancelled"
+        async with asyncio.timeout(5):
+            while fake.disconnects == 0:  # the fake notices at its next write
+                await asyncio.sleep(0.01)
+        assert client.state == "connected"
         await client.close()
+
+
+async def test_429_retries_are_bounded(tmp_path, fake):
+    fake.script += [Reply.status(429, "busy", headers={"Retry-After": "0.01"})] * 3
+    async with running_core(tmp_path, env={"FAKE_KEY": "x"},
+                            extra=_extra(fake, max_retries=2)) as (url, _):
+        with pytest.raises(CoreError) as exc:
+            await _collect(url)
+    assert exc.value.code == "rate_limited" and exc.value.extra["retry_after_s"] == 0.01
+    assert len([r for r in fake.requests if r.method == "POST"]) == 3
+
+
+async def test_missing_usage_is_counted_and_flagged(tmp_path, fake):
+    fake.script.append(Reply.text("def f():\n    return 1\n", send_usage=False))
+    async with running_core(tmp_path, env={"FAKE_KEY": "x"}, extra=_extra(fake)) as (url, _):
+        s = await _collect(url)
+    assert s.text == "def f():\n    return 1\n"
+    assert s.done.usage["completion_tokens"] > 0 and s.done.usage["prompt_tokens"] > 0
+    assert s.done.source["usage"] == "estimated"
+    fake.script.append(Reply.text("x y"))  # with usage: no flag
+    async with running_core(tmp_path, env={"FAKE_KEY": "x"}, extra=_extra(fake)) as (url, _):
+        s = await _collect(url)
+    assert "usage" not in s.done.source and s.done.usage["completion_tokens"] == 2
 
 
 async def test_recording_never_writes_the_key(tmp_path, fake):

@@ -34,7 +34,7 @@ _PIECE = re.compile(r"\s*\S+|\s+")
 class Reply:
     """One scripted answer. Build with the class methods."""
 
-    kind: str = "text"                    # text | status | cut | hang
+    kind: str = "text"                    # text | status | cut | hang | stall | raw
     answer: str = ""
     pieces: list[str] | None = None       # content chunks; default: words with spaces
     status_code: int = 200
@@ -46,6 +46,9 @@ class Reply:
     usage: dict[str, int] | None = None   # default: counted from the request and pieces
     cut_after: int = 0                    # for "cut": content chunks sent before closing
     hang_s: float = 0.0                   # for "hang": silence after the headers
+    send_usage: bool = True               # False: no usage chunk even when asked for
+    raw: bytes = b""                      # for "raw": the whole 200 body, as given
+    content_type: str = "text/event-stream; charset=utf-8"
 
     @classmethod
     def text(cls, answer: str, **kw: Any) -> Reply:
@@ -68,6 +71,16 @@ class Reply:
     def hang(cls, seconds: float) -> Reply:
         """Send 200 headers, then nothing for `seconds` (provokes a read timeout)."""
         return cls(kind="hang", hang_s=seconds)
+
+    @classmethod
+    def stall(cls, seconds: float) -> Reply:
+        """Send nothing at all, not even headers, for `seconds` (read timeout on open)."""
+        return cls(kind="stall", hang_s=seconds)
+
+    @classmethod
+    def raw_body(cls, body: bytes, content_type: str = "text/event-stream") -> Reply:
+        """Answer 200 with exactly `body` (malformed SSE, an HTML page, ...)."""
+        return cls(kind="raw", raw=body, content_type=content_type)
 
     def content_pieces(self) -> list[str]:
         return list(self.pieces) if self.pieces is not None else _PIECE.findall(self.answer)
@@ -94,6 +107,7 @@ class FakeOpenAI:
         self.default = default or Reply(kind="text", answer="ok")
         self.script: list[Reply] = []
         self.requests: list[RecordedRequest] = []
+        self.disconnects = 0  # answers the client hung up on mid-stream
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -183,6 +197,17 @@ class _Handler(BaseHTTPRequestHandler):
                                        "code": None}})
             return
         reply = self.owner.next_reply()
+        if reply.kind == "stall":
+            time.sleep(reply.hang_s)
+            self.close_connection = True
+            return
+        if reply.kind == "raw":
+            self.send_response(200)
+            self.send_header("Content-Type", reply.content_type)
+            self.send_header("Content-Length", str(len(reply.raw)))
+            self.end_headers()
+            self.wfile.write(reply.raw)
+            return
         if reply.kind == "status":
             self._json(reply.status_code, reply.body, reply.headers)
             return
@@ -206,7 +231,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        include_usage = bool((req.get("stream_options") or {}).get("include_usage"))
+        include_usage = (bool((req.get("stream_options") or {}).get("include_usage"))
+                         and reply.send_usage)
         created = int(time.time())
         model = req.get("model")
 
@@ -244,6 +270,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._event_raw(b"data: [DONE]\n\n")
             self._write_chunk(b"")
         except (BrokenPipeError, ConnectionResetError, OSError):
+            self.owner.disconnects += 1
             self.close_connection = True
 
     def _event(self, obj: dict) -> None:
