@@ -48,6 +48,9 @@ class ChipSpec:
     prefill_step_us: float = 5000.0
     eager_decode: float = 0.0  # 1: decode is host-launched like prefill (no CUDA graphs)
     usable_mem: float = 0.90
+    # Per-request serving time before the first token beyond the forward pass (API gateway,
+    # tokenization, scheduler admission, first streamed chunk). 0 = a bare engine timed directly.
+    request_ms: float = 0.0
     source: str = ""
     aliases: tuple[str, ...] = field(default_factory=tuple)
 
@@ -70,6 +73,7 @@ class SystemSpec:
     chip: str
     count: int
     parallel: str = "tensor"  # or "pipeline": layers split across chips (llama.cpp-style rigs)
+    request_ms: float | None = None  # served system's per-request overhead; None = the chip's
     source: str = ""
     aliases: tuple[str, ...] = field(default_factory=tuple)
 
@@ -146,6 +150,14 @@ def parallel_mode(name: str) -> str:
     """How a system splits a model: "tensor" (default, and for bare chips) or "pipeline"."""
     system = load_catalog().systems.get(name.strip().lower())
     return system.parallel if system else "tensor"
+
+
+def request_overhead_ms(name: str) -> float:
+    """Per-request serving overhead before the first token for a chip or system name."""
+    system = load_catalog().systems.get(name.strip().lower())
+    if system is not None and system.request_ms is not None:
+        return system.request_ms
+    return resolve(name)[0].request_ms
 
 
 def system_for(chip: str, count: int) -> str | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,16 @@ def _positive(text: str) -> int:
     return value
 
 
+def _non_negative(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of milliseconds, got {text!r}") from None
+    if not 0 <= value < 1e6:
+        raise argparse.ArgumentTypeError(f"expected a non-negative number of milliseconds, got {text!r}")
+    return value
+
+
 def _shape_args(p: argparse.ArgumentParser, sweep: bool = False) -> None:
     p.add_argument("--chip", required=True, help="chip or system (see `spark hw chips`)")
     p.add_argument("--model", required=True, help="model (see `spark hw models`)")
@@ -55,6 +66,8 @@ def _shape_args(p: argparse.ArgumentParser, sweep: bool = False) -> None:
     p.add_argument("--kv-precision", default=None, help="KV cache: bf16 (default), fp8, int8, int4")
     p.add_argument("--chips", type=_positive, default=None, help="chip count (default: fewest that fit)")
     p.add_argument("--calibration", default=None, help="calibration JSON from `spark hw calibrate`")
+    p.add_argument("--request-ms", type=_non_negative, default=None,
+                   help="serving overhead before the first token (default: the chip's or system's; 0 = bare engine)")
     p.add_argument("--json", action="store_true", help="one JSON document on stdout")
 
 
@@ -105,7 +118,7 @@ def _predict(args: argparse.Namespace, **overrides: int):
     values = {"batch": args.batch, "ctx": args.ctx, **overrides}
     return predict(args.chip, args.model, prompt=args.prompt, precision=args.precision,
                    kv_precision=args.kv_precision, chips=args.chips, calibration=args.calibration,
-                   **values)
+                   request_ms=args.request_ms, **values)
 
 
 def _require_fit(p) -> None:
@@ -125,7 +138,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
         return 0
     print(f"{p.model} on {p.chip}, {p.chips} chip(s)  ({p.precision} weights, {p.kv_precision} KV)")
     print(f"  batch {p.batch}, context {p.ctx}, prompt {p.prompt}")
-    print(f"  TTFT            {p.ttft_ms:10.2f} ms   (prefill {p.prefill_ms:.2f} ms, {p.prefill_bound}-bound)")
+    print(f"  TTFT            {p.ttft_ms:10.2f} ms   (request {p.request_ms:.1f} ms + prefill {p.prefill_ms:.2f} ms, "
+          f"{p.prefill_bound}-bound, + first-token step)")
     print(f"  decode step     {p.decode_step_ms:10.3f} ms   ({p.bound}-bound)")
     print(f"  tokens/s/seq    {p.tokens_per_s_per_seq:10.1f}")
     print(f"  tokens/s total  {p.tokens_per_s_total:10.1f}")
@@ -247,6 +261,12 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     for chip, entry in doc["chips"].items():
         terms = ", ".join(f"{k}={v:.4g}" for k, v in entry["terms"].items())
         print(f"{chip}: {entry['points']} points, worst fit error {entry['fit_error_pct']}%\n  {terms}")
+        for r in entry["residuals"]:
+            print(f"  {r['model']:18} {r['phase']:7} batch {r['batch']:<3} length {r['length']:<6} "
+                  f"measured {r['measured_ms']:9.3f} ms  fitted {r['fitted_ms']:9.3f} ms  "
+                  f"{r['error_pct']:+6.1f}%  ({r['bound']}-bound)")
+        for w in entry["warnings"]:
+            print(f"  warning: {w}", file=sys.stderr)
     print(f"wrote {out}")
     return 0
 

@@ -3,8 +3,11 @@
 The core's pacing calls this per stream (batch = concurrent streams), so it is plain
 arithmetic over cached specs: well under a millisecond per call.
 
-TTFT is the prefill pass (which already yields the first token's logits) plus one step's fixed
-cost to sample and emit that token; network and queueing are outside the model.
+TTFT = request overhead + prefill + one step's fixed cost to sample and emit the first token.
+`prefill_ms` stays the pure forward pass (what a harness times); `request_ms` is the serving path
+before it (API gateway, tokenizer, scheduler admission, first streamed chunk): 0 for a bare chip,
+an assumed 30 ms for served systems (cs-3, 8x GPU nodes), overridable per call. Queueing behind
+other users' requests and the user's network distance are outside the model.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from hwmodel.calibration import apply_calibration
-from hwmodel.chips import ChipSpec, parallel_mode, resolve
+from hwmodel.chips import ChipSpec, parallel_mode, request_overhead_ms, resolve
 from hwmodel.errors import HwModelError
 from hwmodel.models import ModelSpec, get_model
 from hwmodel.precision import Precision, get_precision, kv_bytes
@@ -46,6 +49,7 @@ class Prediction:
     bound: str
     prefill_bound: str
     calibration: str | None = None
+    request_ms: float = 0.0
     breakdown_ms: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -100,11 +104,13 @@ def predict(
     kv_precision: str | None = None,
     chips: int | None = None,
     calibration: dict | str | Path | None = None,
+    request_ms: float | None = None,
 ) -> Prediction:
     """Predict one configuration; `chips=None` uses the system's count or the fewest that fit.
 
     An explicit `chips` that cannot hold the model gives `fits=False` (timings then assume the
-    memory were there); no count up to 64 holding it raises HwModelError.
+    memory were there); no count up to 64 holding it raises HwModelError. `request_ms=None`
+    takes the chip's or system's serving overhead (0 for a bare chip).
     """
     spec, system_count = resolve(chip)
     mspec = get_model(model)
@@ -122,6 +128,10 @@ def predict(
 
     decode = time_of(build_work(spec, mspec, prec, kvb, "decode", batch, ctx, n, mode), spec)
     prefill = time_of(build_work(spec, mspec, prec, kvb, "prefill", batch, prompt, n, mode), spec)
+    request = request_overhead_ms(chip) if request_ms is None else request_ms
+    if not isinstance(request, (int, float)) or isinstance(request, bool) or not 0 <= request < 1e6:
+        raise HwModelError(f"request_ms must be a non-negative number of milliseconds, got {request!r}")
+    request = float(request)
     step_ms = decode.total_s * 1e3
     prefill_ms = prefill.total_s * 1e3
     per_seq = 1e3 / step_ms
@@ -135,7 +145,7 @@ def predict(
         kv_precision=kv_precision or ("fp32" if prec.name == "fp32" else "bf16"),
         chips=n,
         prefill_ms=prefill_ms,
-        ttft_ms=prefill_ms + spec.step_us * 1e-3,
+        ttft_ms=request + prefill_ms + spec.step_us * 1e-3,
         decode_step_ms=step_ms,
         tokens_per_s_per_seq=per_seq,
         tokens_per_s_total=per_seq * batch,
@@ -146,6 +156,7 @@ def predict(
         bound=decode.bound,
         prefill_bound=prefill.bound,
         calibration=calib_from,
+        request_ms=request,
         breakdown_ms={
             "memory": decode.memory_s * 1e3,
             "compute": decode.compute_s * 1e3,
