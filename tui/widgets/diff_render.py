@@ -85,7 +85,7 @@ def render_hunk(hunk, state: str, index: int, total: int, badges: str = "") -> T
     return text
 
 
-PENDING_TAIL_LINES = 40
+PENDING_TAIL_LINES = 20
 
 
 def _tail(text: str, limit: int) -> tuple[list[str], int]:
