@@ -26,7 +26,7 @@ from hwmodel.chips import ChipSpec, parallel_mode, resolve
 from hwmodel.errors import HwModelError
 from hwmodel.models import get_model
 from hwmodel.precision import get_precision, kv_bytes
-from hwmodel.work import ROOFLINE_BLEND, Work, build_work, time_of
+from hwmodel.work import ROOFLINE_BLEND, Work, build_work, host_bound, time_of
 
 PRIOR_WEIGHT = 0.1
 ITERATIONS = 12
@@ -137,19 +137,16 @@ def _host_bound_possible(w: Work, eager_decode: bool) -> bool:
     return w.phase == "prefill" or eager_decode
 
 
-def _rows(points: list[Point], works: list[Work], branches, theta0):
+def _rows(points: list[Point], works: list[Work], branches, theta0, eager_decode: bool):
     """Design matrix and targets (relative residuals) for one choice of branches per point:
     (memory-bound?, host-bound?). The duration is linear in theta once those are fixed."""
     rows, target = [], []
     for p, w, (memory, host) in zip(points, works, branches):
-        if host:
-            row = [0.0, 0.0, 0.0, w.host_units * 1e-6, 0.0, 1e-6, 0.0]
-            comm = 0.0
-        else:
-            g = ROOFLINE_BLEND
-            row = [(w.mem_s if memory else g * w.mem_s) + w.elem_s, g * w.compute_s if memory else w.compute_s,
-                   w.layers * 1e-6, 0.0, 1e-6, 0.0, w.kv_s if memory else g * w.kv_s]
-            comm = w.comm_s
+        g = ROOFLINE_BLEND
+        device = [(w.mem_s if memory else g * w.mem_s) + w.elem_s, g * w.compute_s if memory else w.compute_s,
+                  w.layers * 1e-6, 0.0, 1e-6, 0.0, w.kv_s if memory else g * w.kv_s]
+        launch = [0.0, 0.0, 0.0, w.host_units * 1e-6, 0.0, 1e-6, 0.0]
+        row, comm = (launch, 0.0) if host else (device, w.comm_s)
         t = p.ms * 1e-3
         rows.append([v / t for v in row])
         target.append((t - comm) / t)
@@ -197,8 +194,8 @@ def bounded_lstsq(a, b, lo, hi, iterations: int = 30):
     return np.clip(x, lo, hi)
 
 
-def _solve(points, works, branches, theta0):
-    rows, target = _rows(points, works, branches, theta0)
+def _solve(points, works, branches, theta0, eager_decode: bool):
+    rows, target = _rows(points, works, branches, theta0, eager_decode)
     return bounded_lstsq(rows, target, THETA_LO, THETA_HI)
 
 
@@ -212,11 +209,10 @@ def _objective(points, works, base: ChipSpec, theta, theta0, eager_decode: bool)
 def _branches_of(works, theta, eager_decode: bool, base: ChipSpec):
     """The branches the real model takes at `theta`: (memory-bound?, host-bound?) per point."""
     chip = base.with_terms(**_terms(theta, eager_decode))
-    no_host = chip.with_terms(prefill_layer_us=0.0, prefill_step_us=0.0)
     out = []
     for w in works:
         memory = w.mem_s / chip.mem_eff + w.kv_s / chip.kv_eff >= w.compute_s / chip.compute_eff
-        host = _host_bound_possible(w, eager_decode) and time_of(w, chip).total_s > time_of(w, no_host).total_s
+        host = _host_bound_possible(w, eager_decode) and host_bound(w, chip)
         out.append((memory, host))
     return tuple(out)
 
@@ -244,7 +240,7 @@ def _candidates(points, works, eager_decode: bool, theta0, base: ChipSpec):
                 break
             seen.add(branches)
             yield branches
-            theta = _solve(points, works, branches, theta0)
+            theta = _solve(points, works, branches, theta0, eager_decode)
 
 
 def fit_chip(points: list[Point]) -> dict:
@@ -272,7 +268,7 @@ def fit_chip(points: list[Point]) -> dict:
     best = None
     for eager in (False, True):
         for branches in _candidates(points, works, eager, theta0, base):
-            theta = _solve(points, works, branches, theta0)
+            theta = _solve(points, works, branches, theta0, eager)
             loss = _objective(points, works, base, theta, theta0, eager)
             if best is None or loss < best[0]:
                 best = (loss, theta, eager)

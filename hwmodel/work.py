@@ -71,6 +71,14 @@ class Timing:
         return max(parts, key=parts.__getitem__)
 
 
+def host_bound(work: Work, chip: ChipSpec) -> bool:
+    """Whether the host's launches, not the device, set the pace of this (eager) pass."""
+    if not (work.phase == "prefill" or chip.eager_decode):
+        return False
+    host = (work.host_units * chip.prefill_layer_us + chip.prefill_step_us) * 1e-6
+    return host > time_of(work, chip.with_terms(prefill_layer_us=0.0, prefill_step_us=0.0)).total_s
+
+
 def time_of(work: Work, chip: ChipSpec) -> Timing:
     """Duration of `work` on `chip` with its (possibly calibrated) efficiency terms."""
     mem = work.mem_s / chip.mem_eff + work.kv_s / (chip.kv_eff or chip.mem_eff)
