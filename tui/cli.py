@@ -85,8 +85,6 @@ def _quiet_stdout() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run `spark`; user errors are one line on stderr and exit 2, never a traceback."""
-    from core.client import CoreConnectionError
-
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         code = _run(argv)
@@ -95,10 +93,17 @@ def main(argv: list[str] | None = None) -> int:
         # `spark ... | head`: the reader has what it wanted; that is not an error
         _quiet_stdout()
         return 0
-    except (CliError, CoreConnectionError) as exc:
-        print(f"spark: error: {exc.message if isinstance(exc, CoreConnectionError) else exc}",
-              file=sys.stderr)
-        return 2
+    except CliError as exc:
+        print(f"spark: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except Exception as exc:
+        # an unreachable or refusing core (`spark --core URL`) is the user's to fix; the
+        # client module is imported only by commands that talk to a core
+        client = sys.modules.get("core.client")
+        if client is not None and isinstance(exc, client.CoreConnectionError):
+            print(f"spark: error: {exc.message}", file=sys.stderr)
+            return 2
+        raise
     except KeyboardInterrupt:
         return 130
     return code

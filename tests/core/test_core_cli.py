@@ -1,6 +1,7 @@
 """`spark core serve`: serves the protocol, refuses a bad config, and a non-loopback token."""
 
 import asyncio
+import json
 import os
 import socket
 import stat
@@ -75,3 +76,83 @@ def test_non_loopback_bind_requires_token(tmp_path):
     engine = Engine(load_config(config_file=write_config(tmp_path), env={}))
     with pytest.raises(ValueError, match="a token is required"):
         CoreServer(engine, host="0.0.0.0")
+
+
+# ---- the `spark` command's contracts: JSON on stdout, errors on stderr with exit 2 ----
+
+JSON_ERRORS = [
+    ["hw", "predict", "--chip", "no-such-chip", "--model", "llama-3.1-8b", "--json"],
+    ["hw", "predict", "--chip", "h100-sxm", "--model", "llama-3.1-8b", "--batch", "x",
+     "--json"],
+    ["dups", "scan", "{tmp}/missing", "--json"],
+    ["slop", "{tmp}/missing", "--json"],
+    ["apply", "--json", "--no-such-flag"],
+    ["context", "--json", "--no-such-flag"],
+    ["report", "--json", "--no-such-flag"],
+]
+
+
+def _spark(argv, tmp_path, monkeypatch, capsys):
+    from tui.cli import main
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    monkeypatch.chdir(tmp_path)
+    try:
+        code = main([a.replace("{tmp}", str(tmp_path)) for a in argv])
+    except SystemExit as exc:  # argparse usage errors
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("argv", JSON_ERRORS, ids=[" ".join(a[:2]) for a in JSON_ERRORS])
+def test_json_commands_error_on_stderr_exit_2(argv, tmp_path, monkeypatch, capsys):
+    code, out, err = _spark(argv, tmp_path, monkeypatch, capsys)
+    assert code == 2 and out == ""
+    assert "error" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv", [
+    ["hw", "predict", "--chip", "h100-sxm", "--model", "llama-3.1-8b", "--json"],
+    ["dups", "scan", "{tmp}", "--json"],
+    ["slop", "{tmp}", "--json"],
+])
+def test_json_commands_print_exactly_one_document(argv, tmp_path, monkeypatch, capsys):
+    (tmp_path / "m.py").write_text("def f(x):\n    return x + 1\n")
+    code, out, err = _spark(argv, tmp_path, monkeypatch, capsys)
+    assert code == 0, err
+    json.loads(out)  # one document: extra text would make this fail
+
+
+def test_help_lists_every_subcommand(tmp_path, monkeypatch, capsys):
+    from tui.cli import SUBCOMMANDS
+
+    code, out, _ = _spark(["--help"], tmp_path, monkeypatch, capsys)
+    assert code == 0 and "--core" in out
+    listed = out.split("subcommands")[1]
+    for name in SUBCOMMANDS:
+        assert f"\n  {name} " in listed, name
+
+
+@pytest.mark.parametrize("name", ["demo", "core", "hw", "dups", "slop", "apply", "undo",
+                                  "context", "race", "report", "vary", "batch"])
+def test_each_subcommand_has_help(name, tmp_path, monkeypatch, capsys):
+    code, out, _ = _spark([name, "--help"], tmp_path, monkeypatch, capsys)
+    assert code == 0 and out.startswith("usage: spark") and name in out
+
+
+def test_broken_pipe_is_quiet(tmp_path):
+    """`spark hw predict ... | head -c1`: no BrokenPipeError traceback."""
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    for argv in (["hw", "chips"], ["hw", "predict", "--chip", "h100-sxm", "--model",
+                                   "llama-3.1-8b", "--json"], ["--help"]):
+        read_end, write_end = os.pipe()
+        os.close(read_end)  # the reader has already left, as `head` does: every write fails
+        try:
+            r = subprocess.run([sys.executable, "-m", "tui.cli", *argv], env=env,
+                               stdout=write_end, stderr=subprocess.PIPE, timeout=30)
+        finally:
+            os.close(write_end)
+        err = r.stderr.decode()
+        assert r.returncode == 0, err
+        assert "Traceback" not in err and "BrokenPipe" not in err, err
