@@ -77,3 +77,86 @@ def test_bad_toml_and_missing_file(tmp_path):
 
 def test_unknown_core_key(tmp_path):
     assert "[core]" in _err(tmp_path, '[core]\nframes = 3\n')
+
+
+@pytest.mark.parametrize("text, words", [
+    ('[profiles.spark]\ntokens_per_sec = 5\n', ["profile 'spark'", "'tokens_per_sec'",
+                                                 "did you mean 'tokens_per_s'"]),
+    ('[profiles.spark]\ntokens_per_s = nan\n', ["profile 'spark'", "'tokens_per_s'", "finite"]),
+    ('[profiles.spark]\nttft_ms = inf\n', ["'ttft_ms'", "finite"]),
+    ('[profiles.spark]\ncontext_window = true\n', ["'context_window'", "integer"]),
+    ('[profiles.spark]\ncassettes = "folder"\n', ["'cassettes'", "list"]),
+    ('[profiles.spark]\nbackend = "vllm"\n', ["'backend'", "replay, openai"]),
+    ('[profiles.x]\nbackend = "openai"\nbase_url = "localhost:8000/v1"\napi_model = "m"\n',
+     ["profile 'x'", "'base_url'", "http://"]),
+    ('[profiles.x]\nbackend = "openai"\napi_model = "m"\n', ["profile 'x'", "'base_url'"]),
+    ('[profiles.x]\nbackend = "openai"\nbase_url = "http://h/v1"\n', ["'api_model'"]),
+    ('[profiles.spark]\nmax_retries = 1000\n', ["'max_retries'", "at most 10"]),
+    ('[profile.spark]\nbackend = "replay"\n', ["[profile]", "did you mean [profiles]"]),
+    ('[profiles]\nspark = 3\n', ["profile 'spark'", "table"]),
+    ('profiles = 3\n', ["[profiles]"]),
+    ('[core]\nframe_ms = -1\n', ["[core]", "'frame_ms'", "positive"]),
+    ('[core]\nframe_ms = "fast"\n', ["[core]", "'frame_ms'"]),
+])
+def test_bad_config_messages_name_file_profile_field(tmp_path, text, words):
+    msg = _err(tmp_path, text)
+    assert str(tmp_path / "bad.toml") in msg
+    for word in words:
+        assert word in msg, (word, msg)
+    assert "\n" not in msg  # one line
+
+
+def test_not_utf8_and_folder_and_unreadable(tmp_path, monkeypatch):
+    bad = tmp_path / "bad.toml"
+    bad.write_bytes(b'[profiles.spark]\nchip = "\xff\xfe"\n')
+    with pytest.raises(ConfigError, match="bad.toml: not valid TOML: not UTF-8"):
+        load_config(config_file=bad, env={})
+    folder = tmp_path / "cfg.toml"
+    folder.mkdir()
+    with pytest.raises(ConfigError, match="cfg.toml: cannot read: it is a folder"):
+        load_config(config_file=folder, env={})
+    ok = tmp_path / "ok.toml"
+    ok.write_text("[core]\nframe_ms = 8\n")
+
+    real_open = Path.open
+
+    def denied(self, *a, **kw):
+        if self.name == "ok.toml":
+            raise PermissionError(13, "Permission denied")
+        return real_open(self, *a, **kw)
+
+    monkeypatch.setattr(Path, "open", denied)  # root can read a chmod-000 file in tests
+    with pytest.raises(ConfigError, match="ok.toml: cannot read: Permission denied"):
+        load_config(config_file=ok, env={})
+
+
+def test_project_layer_error_names_the_project_file(tmp_path):
+    (tmp_path / ".spark.toml").write_text('[profiles.spark]\ncontext_window = 0\n')
+    with pytest.raises(ConfigError) as exc:
+        load_config(project_root=tmp_path, env={})
+    assert ".spark.toml: profile 'spark': field 'context_window'" in str(exc.value)
+
+
+def test_other_areas_tables_are_left_alone(tmp_path):
+    path = tmp_path / "ok.toml"
+    path.write_text('[slop]\nlimit = 3\n[ui]\ntheme = "x"\n[detectors]\na = 1\n')
+    assert "spark" in load_config(config_file=path, env={}).profiles
+
+
+def test_serve_missing_env_var_exit_2_names_everything(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[profiles.cloud]\nbackend = "openai"\nbase_url = "https://x/v1"\n'
+                   'api_model = "m"\napi_key_env = "SPARK_TEST_ABSENT_KEY"\n')
+    env = {k: v for k, v in os.environ.items() if k != "SPARK_TEST_ABSENT_KEY"}
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
+    r = subprocess.run([sys.executable, "-m", "tui.cli", "core", "serve", "--config", str(bad),
+                        "--port", "0"], env=env, capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and r.stdout == ""
+    line = r.stderr.strip()
+    assert "\n" not in line and "Traceback" not in line
+    assert str(bad) in line and "profile 'cloud'" in line and "'api_key_env'" in line
+    assert "SPARK_TEST_ABSENT_KEY" in line
