@@ -145,3 +145,124 @@ def test_real_hf_eager_engine_is_recognised_and_predicted():
     assert cal["chips"]["h100-sxm"]["terms"]["eager_decode"] == 1.0
     errors = [abs(c.error_pct) for c in evaluate(rest, cal)]
     assert statistics.median(errors) < 20
+
+
+# --- robustness of `spark hw calibrate` (fixed data, no timings) ---------------------------
+
+def _line(model="llama-3.1-8b", phase="decode", batch=1, length=1024, ms=8.6, chip="h100-sxm") -> str:
+    key, tkey = ("ctx", "step_ms") if phase == "decode" else ("prompt", "ms")
+    return json.dumps({"chip": chip, "model": model, "phase": phase, "batch": batch, key: length, tkey: ms})
+
+
+def test_unknown_model_or_chip_names_the_line(tmp_path):
+    f = tmp_path / "m.jsonl"
+    f.write_text(_line() + "\n" + _line(model="llama-9-9000b") + "\n")
+    with pytest.raises(HwModelError, match=r"m.jsonl:2: .*llama-9-9000b"):
+        load_points(f)
+    f.write_text(_line(chip="tpu-v9") + "\n")
+    with pytest.raises(HwModelError, match=r"m.jsonl:1: .*tpu-v9"):
+        load_points(f)
+
+
+def test_duplicates_are_merged_at_the_median_and_a_wide_spread_is_reported():
+    pts = synthetic(FOUR)
+    dup = [Point(p.chip, p.model, p.phase, p.batch, p.length, p.ms * f) for p in pts[:1] for f in (0.5, 1.0, 1.02)]
+    entry = fit_chip(pts[1:] + dup)
+    assert entry["points"] == 4
+    assert any("3 measurements" in w for w in entry["warnings"])
+    # the merged point is the median, so the fit is the same as without the outlier
+    clean = fit_chip(pts)
+    assert entry["terms"]["mem_eff"] == pytest.approx(clean["terms"]["mem_eff"], rel=0.02)
+
+
+def test_single_phase_and_few_points_fit_with_a_warning():
+    decode_only = synthetic([("llama-3.2-1b", "decode", 1, 512), ("llama-3.1-8b", "decode", 8, 4096)])
+    entry = fit_chip(decode_only)
+    assert any("decode points only" in w for w in entry["warnings"])
+    assert any("only 2 distinct" in w for w in entry["warnings"])
+    # prefill terms the points cannot see stay at the spec default
+    assert entry["terms"]["prefill_step_us"] == pytest.approx(resolve("h100-sxm")[0].prefill_step_us, rel=0.05)
+    assert entry["fit_error_pct"] < 5
+
+
+def test_batch_points_are_fitted():
+    pts = synthetic([("llama-3.2-1b", "decode", 16, 2048), ("llama-3.1-8b", "decode", 32, 1024),
+                     ("llama-3.2-1b", "prefill", 4, 512), ("llama-3.1-8b", "prefill", 2, 2048)])
+    entry = fit_chip(pts)
+    assert entry["fit_error_pct"] < 3
+    assert all({"measured_ms", "fitted_ms", "error_pct", "bound"} <= set(r) for r in entry["residuals"])
+
+
+def test_fitted_terms_stay_inside_physical_bounds():
+    """Host-bound points that grow faster than the layer count must not be explained by a
+    20%-of-peak memory efficiency (the unbounded fit did that, and then predicted big models 2x slow)."""
+    pts = [Point("h100-sxm", "llama-3.2-1b", "decode", 1, 1024, 12.0), Point("h100-sxm", "llama-3.1-8b", "decode", 1, 512, 37.0),
+           Point("h100-sxm", "llama-3.2-1b", "prefill", 1, 1024, 12.0), Point("h100-sxm", "llama-3.1-8b", "prefill", 1, 4096, 129.0)]
+    terms = fit_chip(pts)["terms"]
+    assert 0.4 <= terms["mem_eff"] <= 1.0 and 0.2 <= terms["compute_eff"] <= 1.0 and 0.2 <= terms["kv_eff"] <= 1.0
+    assert all(terms[k] >= 0 for k in ("layer_us", "prefill_layer_us", "step_us", "prefill_step_us"))
+
+
+def test_points_faster_than_the_peak_are_refused():
+    pts = synthetic(FOUR) + [Point("h100-sxm", "llama-3.1-70b", "decode", 1, 1024, 1.0)]
+    with pytest.raises(HwModelError, match="faster than h100-sxm can run it at 100% of peak"):
+        fit_chip(pts)
+
+
+def test_points_no_terms_can_describe_are_refused_with_a_clear_message():
+    pts = synthetic(FOUR)
+    pts.append(Point("h100-sxm", "llama-3.1-8b", "decode", 1, 2048, pts[1].ms * 6))  # 6x slower for 2x ctx
+    with pytest.raises(HwModelError, match="cannot fit h100-sxm.*mix engines"):
+        fit_chip(pts)
+
+
+def test_bounded_lstsq_matches_the_unconstrained_solution_inside_and_respects_bounds():
+    import numpy as np
+
+    from hwmodel.calibrate import bounded_lstsq
+
+    a = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    b = np.array([1.0, 2.0, 3.0])
+    assert bounded_lstsq(a, b, [-10, -10], [10, 10]) == pytest.approx([1.0, 2.0])
+    x = bounded_lstsq(a, b, [0, 0], [10, 1.5])
+    assert x[1] == pytest.approx(1.5) and x[0] == pytest.approx(1.25)
+
+
+def test_calibrate_cli_reports_residuals_and_refuses_bad_files(tmp_path, capsys):
+    from tui.cli import main
+
+    f = tmp_path / "m.jsonl"
+    f.write_text("\n".join(json.dumps({"chip": p.chip, "model": p.model, "phase": p.phase, "batch": p.batch,
+                                       ("ctx" if p.phase == "decode" else "prompt"): p.length,
+                                       ("step_ms" if p.phase == "decode" else "ms"): p.ms}) for p in synthetic(FOUR)))
+    assert main(["hw", "calibrate", str(f), "-o", str(tmp_path / "c.json"), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert len(doc["chips"]["h100-sxm"]["residuals"]) == 4
+    f.write_text(_line(model="llama-3.1-70b", ms=0.5))
+    assert main(["hw", "calibrate", str(f), "-o", str(tmp_path / "c2.json")]) == 2
+    assert "faster than" in capsys.readouterr().err
+    assert not (tmp_path / "c2.json").exists()
+
+
+def test_held_out_extra_runs_are_predicted_from_the_issue_four_points():
+    """h100_extra / h200_extra were measured after the model was built and never fitted:
+    the CUDA-graph engine's decode and long prefills land close; short prompts are host-bound
+    and the host differs from run to run, so the bound there is loose."""
+    train, _ = _split(load_points(MEASURED / "h100.jsonl"))
+    cal = calibrate(train)
+    for name in ("h100_extra.jsonl", "h200_extra.jsonl"):
+        checks = evaluate(load_points(MEASURED / name), cal)
+        device = [abs(c.error_pct) for c in checks if c.point.phase == "decode" or c.point.length >= 1024]
+        assert statistics.median(device) < 8, name
+        assert max(abs(c.error_pct) for c in checks) < 60, name
+
+
+def test_hf_eager_calibration_predicts_a_later_run_and_the_h200():
+    pts = load_points(MEASURED / "h100_hf.jsonl")
+    four = {("llama-3.2-1b", "decode", 1, 1024), ("llama-3.1-8b", "decode", 1, 512),
+            ("llama-3.2-1b", "prefill", 1, 1024), ("llama-3.1-8b", "prefill", 1, 4096)}
+    cal = calibrate([p for p in pts if (p.model, p.phase, p.batch, p.length) in four])
+    for name in ("h100_hf_extra.jsonl", "h200_hf_extra.jsonl"):
+        errors = [abs(c.error_pct) for c in evaluate(load_points(MEASURED / name), cal)]
+        assert statistics.median(errors) < 25, name
+        assert max(errors) < 60, name

@@ -153,3 +153,36 @@ def test_pipeline_split_buys_memory_not_single_stream_speed():
     assert floor_ms < pipe.decode_step_ms < 1.5 * floor_ms
     assert tp.decode_step_ms < pipe.decode_step_ms
     assert pipe.breakdown_ms["interconnect"] == pytest.approx(7 * 60e-3)
+
+
+def test_ttft_adds_the_serving_overhead_and_prefill_stays_pure():
+    served = predict("cs-3", "qwen2.5-coder-14b", precision="fp8", prompt=2048)
+    bare = predict("cs-3", "qwen2.5-coder-14b", precision="fp8", prompt=2048, request_ms=0)
+    assert served.prefill_ms == pytest.approx(bare.prefill_ms)
+    assert served.request_ms > 0 and bare.request_ms == 0
+    assert served.ttft_ms == pytest.approx(bare.ttft_ms + served.request_ms)
+    assert 10 < served.ttft_ms < 100  # the seeds: Spark's TTFT under 100 ms, serving included
+    # a bare GPU is timed as an engine: no serving overhead unless asked for
+    gpu = predict("h100-sxm", "llama-3.1-8b")
+    assert gpu.request_ms == 0
+    assert predict("h100-sxm", "llama-3.1-8b", request_ms=25).ttft_ms == pytest.approx(gpu.ttft_ms + 25)
+    assert predict("8x-h100", "llama-3.1-70b").request_ms > 0
+    with pytest.raises(HwModelError, match="request_ms"):
+        predict("h100-sxm", "llama-3.1-8b", request_ms=-1)
+
+
+def test_eager_host_cost_counts_launches_not_bytes():
+    from hwmodel.models import get_model
+    from hwmodel.work import host_layer_units
+
+    assert host_layer_units(get_model("llama-3.1-8b")) == 32  # dense: one unit per layer
+    assert host_layer_units(get_model("qwen2.5-32b")) == 64
+    moe = get_model("qwen3-235b-a22b")  # 8 routed experts per token: several launches each
+    assert host_layer_units(moe) > 2.5 * moe.layers
+    # the host term is a host property: a sibling chip with other peaks keeps it
+    h100 = predict("h100-sxm", "llama-3.2-1b", prompt=128, calibration={"chips": {"h100-sxm": {
+        "family": "hopper", "terms": {"prefill_layer_us": 400.0, "prefill_step_us": 5000.0}}}})
+    h200 = predict("h200", "llama-3.2-1b", prompt=128, calibration={"chips": {"h100-sxm": {
+        "family": "hopper", "terms": {"prefill_layer_us": 400.0, "prefill_step_us": 5000.0}}}})
+    assert h100.prefill_bound == h200.prefill_bound == "overhead"
+    assert h100.prefill_ms == pytest.approx(h200.prefill_ms) == pytest.approx(16 * 0.4 + 5.0)
