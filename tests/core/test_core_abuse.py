@@ -145,7 +145,7 @@ async def test_ping_flood_is_answered_and_bounded(tmp_path):
 
 
 async def test_steer_flood_keeps_one_pending(tmp_path):
-    async with running_core(tmp_path, tokens_per_s=300) as (url, server):
+    async with running_core(tmp_path, tokens_per_s=300) as (url, _):
         ws = await _raw(url)
         await ws.send(_gen("s"))
         for _ in range(50):

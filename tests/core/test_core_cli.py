@@ -50,7 +50,7 @@ def test_serve_bad_config_exit_2(tmp_path):
     bad.write_text("[profiles.spark]\ncontext_window = 'x'\n")
     env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
     r = subprocess.run([sys.executable, "-m", "tui.cli", "core", "serve", "--config", str(bad)],
-                       env=env, capture_output=True, text=True, timeout=30)
+                       env=env, capture_output=True, text=True, timeout=30, check=False)
     assert r.returncode == 2
     assert "bad.toml" in r.stderr and "'context_window'" in r.stderr and r.stdout == ""
 
@@ -150,7 +150,8 @@ def test_broken_pipe_is_quiet(tmp_path):
         os.close(read_end)  # the reader has already left, as `head` does: every write fails
         try:
             r = subprocess.run([sys.executable, "-m", "tui.cli", *argv], env=env,
-                               stdout=write_end, stderr=subprocess.PIPE, timeout=30)
+                               stdout=write_end, stderr=subprocess.PIPE, timeout=30,
+                               check=False)
         finally:
             os.close(write_end)
         err = r.stderr.decode()

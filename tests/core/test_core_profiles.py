@@ -154,7 +154,8 @@ def test_serve_missing_env_var_exit_2_names_everything(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "SPARK_TEST_ABSENT_KEY"}
     env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
     r = subprocess.run([sys.executable, "-m", "tui.cli", "core", "serve", "--config", str(bad),
-                        "--port", "0"], env=env, capture_output=True, text=True, timeout=30)
+                        "--port", "0"], env=env, capture_output=True, text=True, timeout=30,
+                       check=False)
     assert r.returncode == 2 and r.stdout == ""
     line = r.stderr.strip()
     assert "\n" not in line and "Traceback" not in line

@@ -91,7 +91,7 @@ def test_spark_core_nothing_listening_is_one_line_exit_2(tmp_path):
     env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
     r = subprocess.run([sys.executable, "-m", "tui.cli", "--core", "ws://127.0.0.1:1",
                         str(tmp_path)], env=env, capture_output=True, text=True, timeout=60,
-                       stdin=subprocess.DEVNULL)
+                       stdin=subprocess.DEVNULL, check=False)
     assert r.returncode == 2
     assert "Traceback" not in r.stderr and r.stdout == ""
     lines = r.stderr.strip().splitlines()
@@ -131,8 +131,8 @@ async def test_core_that_never_welcomes_times_out():
         server.close()
 
 
-@pytest.mark.parametrize("reply", ["[]", "not json", '{"type":"error","code":"x",'
-                                   '"message":"go away"}'])
+@pytest.mark.parametrize("reply", ["[]", "not json",
+                                   '{"type":"error","code":"x","message":"go away"}'])
 async def test_bad_welcome_is_a_clear_connection_error(reply):
     async def handler(ws):
         await ws.recv()

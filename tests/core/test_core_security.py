@@ -10,7 +10,6 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
 from core.auth import check_bearer, load_or_create_token, redact, remember_secret
-from core.client import CoreClient
 from tests.fakes.core import running_core
 from tests.fakes.openai_server import FakeOpenAI, Reply
 
