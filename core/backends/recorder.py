@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from core.auth import redact
 from core.backends.replay import last_user_message
 
 _SAFE_SOURCE_KEYS = ("backend", "model", "endpoint")
@@ -39,7 +40,8 @@ class Recorder:
                             "recorded_at": now.isoformat(timespec="seconds")}}
         self.folder.mkdir(parents=True, exist_ok=True)
         path = self.folder / f"recorded-{now:%Y%m%d}.jsonl"
-        line = json.dumps(entry, ensure_ascii=False) + "\n"
+        # an endpoint that echoes the key into its answer must not get it onto disk
+        line = redact(json.dumps(entry, ensure_ascii=False)) + "\n"
         with self._lock, path.open("a", encoding="utf-8") as fh:
             fh.write(line)  # one write per line: a crash never leaves half an exchange + more
         return path

@@ -119,3 +119,14 @@ async def test_key_never_leaks(tmp_path, monkeypatch, caplog):
         assert KEY not in text, where
         assert "TOPSECRET" not in text, where
     assert "Authorization" not in cassettes and "Bearer" not in cassettes
+
+
+def test_recorder_blanks_an_echoed_key(tmp_path):
+    from core.backends.recorder import Recorder
+
+    remember_secret(KEY)
+    path = Recorder(tmp_path).record([{"role": "user", "content": "hi"}],
+                                     f"your key is {KEY}", {"completion_tokens": 4},
+                                     {"backend": "openai", "headers": {"Authorization": KEY}})
+    text = path.read_text()
+    assert KEY not in text and "your key is ***" in text and "Authorization" not in text
