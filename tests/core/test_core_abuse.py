@@ -207,3 +207,32 @@ async def test_cancel_sent_with_generate_still_ends_in_done(tmp_path):
                     done[frame["id"]] = frame["reason"]
         assert set(done.values()) == {"cancelled"}
         await ws.close()
+
+
+async def test_client_vanishing_while_core_waits_on_it_frees_everything(tmp_path):
+    """A reader that stopped reading, flooded pings (so the core's reader waits on the
+    full reply queue) and then vanished: the connection and its streams are released."""
+    import socket
+
+    big = tmp_path / "big"
+    big.mkdir()
+    (big / "big.jsonl").write_text(json.dumps({"version": 1, "id": "big", "messages": USER,
+                                               "answer": "x = 1\n" * 200_000}) + "\n")
+    async with running_core(tmp_path, tokens_per_s=1e6, frame_ms=1, cassettes=big) as (
+            url, server):
+        ws = await _raw(url)
+        ws.transport.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF,
+                                                         65536)
+        ws.transport.pause_reading()
+        for i in range(4):
+            await ws.send(_gen(f"s{i}"))
+        for i in range(300):
+            await ws.send(json.dumps({"type": "ping", "data": i}))
+        conn = next(iter(server.connections))
+        async with asyncio.timeout(10):
+            while conn.out.qsize() < 64:  # the core's replies back up: it waits on us
+                await asyncio.sleep(0.05)
+        ws.transport.abort()  # gone, without a close frame
+        async with asyncio.timeout(5):
+            while server.connections or any(server.engine.active.values()):
+                await asyncio.sleep(0.05)
