@@ -12,6 +12,10 @@ theta, solve a weighted least-squares for theta, repeat. Residuals are relative 
 a 2 ms step counts as much as on a 500 ms prefill), and a weak prior pulls each term toward the
 spec default so that four points (two decode, two prefill) determine seven terms sensibly (terms the points cannot
 see, such as kv_eff without a long-context or large-batch point, stay at their defaults).
+The least squares is bounded (efficiencies within physical ranges, overheads non-negative and
+capped) so an odd set of points cannot hide host time in a 20%-of-peak bandwidth; duplicate
+points are merged, impossible (faster than peak) and unfittable sets are refused with a message
+that names the point, and the result carries every point's residual and any warnings.
 """
 
 from __future__ import annotations

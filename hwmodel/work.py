@@ -9,12 +9,14 @@ and a fixed interconnect time. Its duration on a chip is
     roof(a, b) = max(a, b) + ROOFLINE_BLEND * min(a, b)
     decode:  t = device + step_us                    (CUDA-graph replay: no host in the way)
              (an engine without graphs, eager_decode = 1, is timed like prefill below)
-    prefill: t = max(layers * prefill_layer_us + prefill_step_us, device + step_us)
+    prefill: t = max(launch_units * prefill_layer_us + prefill_step_us, device + step_us)
 
 Prefill runs eagerly in most engines: the host launches each layer's kernels (~0.5 ms per
 layer in PyTorch, plus a few ms per pass for embedding, masks and sampling setup) while the GPU runs behind it, so a short prompt takes the host's time and a
 long one the device's, never their sum (our H100 runs: 128 to 2048 tokens of a 1B model all
-take ~12 ms). The total is linear in (1/mem_eff, 1/compute_eff, per_layer_us, step_us) once the max() branch is
+take ~12 ms). launch_units counts kernel launches in dense-layer units (host_layer_units): the
+host's cost is per launch, not per byte, and belongs to the host, so a sibling-chip transfer
+keeps it unchanged. The total is linear in (1/mem_eff, 1/compute_eff, per_layer_us, step_us) once the max() branch is
 known; calibration uses exactly that (calibrate.py). Keeping the physics here, apart from the
 terms, is what lets a calibration transfer from one chip to a sibling with other peaks.
 """
