@@ -363,6 +363,14 @@ class Workstation:
         tokens, _window, estimated = self.context_tokens()
         return self.meter.update(tokens, estimated=estimated)
 
+    def set_window(self, window: int) -> None:
+        """The active profile's context window: what the request is trimmed to and the meter reads against."""
+        from core.detectors.context_meter import ContextMeter
+
+        if window and window != self.context.window:
+            self.context.resize(window)
+            self.meter = ContextMeter(window)
+
     def fresh_context(self) -> None:
         self.context.clear()
         self.meter.reset()

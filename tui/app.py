@@ -148,6 +148,7 @@ class SparkApp(App):
             self.notify(f"core at {self.core_url} does not answer: {exc}", severity="error", timeout=10)
             return
         status.connection = "connected"
+        self._use_profile(self.profile)
         names = [p["name"] for p in self.client.profiles]
         if self.profile not in names:
             self.notify(f"unknown profile {self.profile!r}; the core offers {', '.join(names)}", severity="error")
@@ -507,8 +508,7 @@ class SparkApp(App):
         if "base" not in names or not self.last_prompt or self._stream is not None:
             self.notify("nothing to re-ask, or no base profile", severity="warning")
             return
-        self.profile = "base"
-        self.query_one(StatusBar).profile = "base"
+        self._use_profile("base")
         self._start_answer(self.last_prompt)
 
     def action_accept_all(self) -> None:
@@ -533,9 +533,16 @@ class SparkApp(App):
         names = [p["name"] for p in (self.client.profiles if self.client else [])] or ["spark", "base"]
         others = [n for n in ("spark", "base") if n in names and n != self.profile]
         if others:
-            self.profile = others[0]
-            self.query_one(StatusBar).profile = self.profile
+            self._use_profile(others[0])
             self.notify(f"profile: {self.profile}")
+
+    def _use_profile(self, name: str) -> None:
+        self.profile = name
+        self.query_one(StatusBar).profile = name
+        window = self._profile_info(name).get("context_window")
+        if isinstance(window, int) and window >= 1024:
+            self.station.set_window(window)
+            self._update_context_meter()
 
     def action_help(self) -> None:
         rows = [(keys, b.action, b.description) for keys, b in self._active_bindings()]

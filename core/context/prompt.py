@@ -182,6 +182,16 @@ class ChatContext:
         self._sent: list[Rejection] | None = None  # rejections the last request carried
         self.last_usage: dict[str, Any] | None = None
 
+    def resize(self, window: int) -> None:
+        """Switch to another profile's window, keeping files and conversation: the answer's
+        reserve, the map budget and the per-file limit follow the window as at creation."""
+        if window < 1024:
+            raise ContextError(f"a context window of {window} tokens is too small (min 1024)")
+        self.window = window
+        self.reserve = min(8192, window // 8)
+        self.map_tokens = _default_map_tokens(window)
+        self._files.max_file_tokens = max(256, (window - self.reserve) // 2)
+
     # -- files ---------------------------------------------------------------------------
     def add(self, paths: list[str], read_only: bool = False) -> list[str]:
         """Add files to the chat; ContextError (nothing added) names each refused path."""

@@ -195,3 +195,17 @@ def test_rejections_made_while_reviewing_wait_for_the_next_request(project: Path
     assert "first" in ctx.history[-1].prompt and "during review" not in ctx.history[-1].prompt
     messages, _ = ctx.build_request("third try")
     assert "during review" in messages[-1]["content"] and "first" not in messages[-1]["content"]
+
+
+def test_resize_keeps_files_and_history_and_follows_the_window(tmp_path):
+    from core.context.prompt import ChatContext
+
+    (tmp_path / "a.py").write_text("def f():\n    return 1\n")
+    ctx = ChatContext(tmp_path, 128_000)
+    ctx.add(["a.py"])
+    ctx.record_exchange("hi", "hello")
+    ctx.resize(8192)
+    assert ctx.window == 8192 and ctx.reserve == 1024
+    assert [f.path for f in ctx.files] == ["a.py"] and ctx.history
+    messages, report = ctx.build_request("next")
+    assert report.total <= report.budget
