@@ -131,7 +131,7 @@ def system_names() -> list[str]:
 
 def resolve(name: str) -> tuple[ChipSpec, int | None]:
     """Chip or system name -> (chip spec, the system's count or None for a bare chip)."""
-    key = name.strip().lower()
+    key = name.strip().lower().replace("_", "-").replace(" ", "-").removeprefix("nvidia-")
     if key == "local":
         from hwmodel.probe import local_chip
 

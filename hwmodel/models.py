@@ -176,9 +176,28 @@ def load_models(path: str | None = None) -> dict[str, ModelSpec]:
     return out
 
 
+SUFFIXES = ("-instruct", "-chat", "-hf", "-base")
+
+
+def _normalise(name: str) -> str:
+    """Hub-style names to ours: 'meta-llama/Llama-3.1-8B-Instruct' -> 'llama-3.1-8b' (measured
+    files often carry the checkpoint's name; the shape is the same)."""
+    key = name.strip().lower().replace("_", "-").replace(" ", "-").rsplit("/", 1)[-1]
+    key = key.removeprefix("meta-")
+    changed = True
+    while changed:
+        changed = False
+        for suffix in SUFFIXES:
+            if key.endswith(suffix):
+                key, changed = key[: -len(suffix)], True
+    return key
+
+
 def get_model(name: str) -> ModelSpec:
     models = load_models()
     key = name.strip().lower()
+    if key not in models:
+        key = _normalise(name)
     if key not in models:
         names = ", ".join(sorted({m.name for m in models.values()}))
         raise HwModelError(f"unknown model {name!r}; known models: {names}")

@@ -77,3 +77,14 @@ def test_bad_toml_keys_are_rejected(tmp_path):
     bad.write_text('[models.x]\nhidden=1\nlayers=1\nheads=1\nkv_heads=1\nhead_dim=1\nffn=1\nvocab=1\nwidth=3\n')
     with pytest.raises(HwModelError, match="unknown keys"):
         lm(str(bad))
+
+
+def test_hub_style_names_resolve_to_our_shapes():
+    from hwmodel.chips import resolve
+    from hwmodel.models import get_model
+
+    assert get_model("meta-llama/Llama-3.1-8B-Instruct").name == "llama-3.1-8b"
+    assert get_model("Qwen/Qwen2.5-14B-Instruct").name == "qwen2.5-14b"
+    assert resolve("NVIDIA H100")[0].name == "h100-sxm" and resolve("h100_sxm")[0].name == "h100-sxm"
+    with pytest.raises(HwModelError, match="unknown model"):
+        get_model("meta-llama/Llama-9-1T")
