@@ -52,6 +52,13 @@ class _Progress:
         sys.stderr.flush()
 
 
+def _print_notes(notes: dict[str, list[str]]) -> None:
+    """Files skipped or read in part: one line each on stderr, never fatal."""
+    for path, lines in sorted(notes.items()):
+        for line in lines:
+            print(f"spark: note: {path}: {line}", file=sys.stderr)
+
+
 def _folder(path: str) -> Path:
     root = Path(path)
     if not root.exists():
@@ -66,6 +73,7 @@ def _scan(args: argparse.Namespace) -> int:
 
     index = DuplicateIndex(_folder(args.path))
     index.build(_Progress("indexing"))
+    _print_notes(index.notes)
     pairs = index.pairs()
     if args.json:
         print_json({"functions": index.function_count, "pairs": [p.to_dict() for p in pairs]})
@@ -84,9 +92,10 @@ def _check(args: argparse.Namespace) -> int:
     file = Path(args.file)
     if not file.is_file():
         raise CliError(f"no such file: {args.file}")
-    source = read_source(file)
+    why: list[str] = []
+    source = read_source(file, why)
     if source is None:
-        raise CliError(f"cannot read {args.file}")
+        raise CliError(f"cannot read {args.file}: {'; '.join(why) or 'unknown reason'}")
     root = _folder(args.root) if args.root else Path.cwd()
     try:
         rel: str | None = file.resolve().relative_to(root.resolve()).as_posix()
@@ -94,7 +103,10 @@ def _check(args: argparse.Namespace) -> int:
         rel = None  # outside the tree: nothing to skip
     index = DuplicateIndex(root)
     index.build(_Progress("indexing"))
-    matches = index.check_source(source, rel)
+    _print_notes(index.notes)
+    notes: list[str] = []
+    matches = index.check_source(source, rel, notes=notes)
+    _print_notes({args.file: notes})
     if args.json:
         print_json({"file": args.file, "matches": [m.to_dict() for m in matches]})
         return 0

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import difflib
 import os
+import stat
 import threading
 from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import asdict, dataclass
+from itertools import islice
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +37,7 @@ PRUNE_BELOW = 0.6  # candidates estimated below this share of the floor are not 
 NEAR_BEST = 0.05  # other near misses are reported only this close to the best one
 LEXICAL_MARGIN = 0.25  # ... and sharing about as many names (see _rank)
 CANDIDATES = 40  # candidates verified per query
+MAX_GROUP = 200  # exact or renamed twins looked at per query
 # a near miss shares some of the names a copy-edit keeps (globals, builtins, attributes,
 # keywords): equally shaped code about different things (sibling `__init__`s that
 # store different fields) is a pattern, not a copy. Measured: true near misses >= 0.25.
@@ -142,17 +145,37 @@ def _set_jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / union if union else 1.0
 
 
-def read_source(path: Path) -> str | None:
-    """Source text of a Python file, or None when it is not readable text."""
+def read_source(path: Path, notes: list[str] | None = None) -> str | None:
+    """Source text of a Python file, or None when it is not a readable regular file.
+
+    Only regular files are read (a FIFO named `x.py` would block a scan forever); a file
+    that vanished, is too large or is binary gives None and a note. Text that is not
+    UTF-8 is read as Latin-1 (Python 2 era files), with a note.
+    """
+
+    def note(text: str) -> None:
+        if notes is not None:
+            notes.append(text)
+
     try:
-        if path.stat().st_size > MAX_FILE_BYTES:
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode):
+            note("not a regular file, skipped")
+            return None
+        if st.st_size > MAX_FILE_BYTES:
+            note(f"larger than {MAX_FILE_BYTES // 1_000_000} MB, skipped")
             return None
         data = path.read_bytes()
-    except OSError:
+    except OSError as exc:
+        note(f"cannot read ({exc.strerror or exc}), skipped")
+        return None
+    if b"\x00" in data:
+        note("binary (NUL bytes), skipped")
         return None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
+        note("not UTF-8, read as Latin-1")
         return data.decode("latin-1")
 
 
@@ -216,11 +239,14 @@ class DuplicateIndex:
         self._features = FeatureIndex()
         self._function_count = 0
         self._filter = TreeFilter(self.root)
+        # files skipped or read only in part, with why: a scan says so instead of failing
+        self.notes: dict[str, list[str]] = {}
 
     # ----------------------------------------------------------------- building
     def build(self, progress: Callable[[int, int], None] | None = None) -> None:
         """(Re)index the whole tree; `progress(done, total)` is called per file."""
         self._filter = TreeFilter(self.root)
+        self.notes = {}
         files = list(iter_python_files(self.root))
         parsed: list[tuple[str, list[FunctionUnit]]] = []
         for i, rel in enumerate(files, 1):
@@ -278,8 +304,14 @@ class DuplicateIndex:
         return p.as_posix()
 
     def _units_of(self, rel: str) -> list[FunctionUnit]:
-        source = read_source(self.root / rel)
-        return units_from_source(source) if source is not None else []
+        notes: list[str] = []
+        source = read_source(self.root / rel, notes)
+        units = units_from_source(source, notes) if source is not None else []
+        if notes:
+            self.notes[rel] = notes
+        else:
+            self.notes.pop(rel, None)
+        return units
 
     def _insert(self, rel: str, units: list[FunctionUnit], *, into_delta: bool) -> None:
         ids = []
@@ -340,9 +372,11 @@ class DuplicateIndex:
         copied from usually still shares names with it).
         """
         found: dict[int, tuple[float, int]] = {}
-        for uid in self._exact.get(unit.exact_key, ()):
+        # a generated file of 30,000 same-shaped functions must not make each query
+        # rank 30,000 twins (a scan would be quadratic): a bounded sample of each group
+        for uid in islice(self._exact.get(unit.exact_key, ()), MAX_GROUP):
             found[uid] = (1.0, 1)
-        for uid in self._renamed.get(unit.renamed_key, ()):
+        for uid in islice(self._renamed.get(unit.renamed_key, ()), MAX_GROUP):
             found.setdefault(uid, (1.0, 2))
         entries = self._entries
         if any(not skip(entries[uid]) for uid in found):  # type: ignore[arg-type]
@@ -400,6 +434,7 @@ class DuplicateIndex:
         exclude_path: str | None = None,
         limit: int = 3,
         lines: Collection[int] | None = None,
+        notes: list[str] | None = None,
     ) -> list[DuplicateMatch]:
         """Twins in the index of every complete function in `source`.
 
@@ -410,10 +445,11 @@ class DuplicateIndex:
         At most `limit` twins per function, exact before renamed before near-miss.
         `lines` (1-based line numbers of `source`, e.g. a hunk's added lines) limits the
         check to the functions that overlap them: a whole file costs ~1 ms per function.
+        `notes` collects what could not be read (a syntax error: what parsed was checked).
         """
         norm_path = Path(path).as_posix() if path else None
         norm_excl = Path(exclude_path).as_posix() if exclude_path else None
-        units = [u for u in units_from_source(source) if u.checkable]
+        units = [u for u in units_from_source(source, notes) if u.checkable]
         if lines is not None:
             wanted = set(lines)
             units = [u for u in units if any(n in wanted for n in range(u.line, u.end_line + 1))]

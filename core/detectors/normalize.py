@@ -308,7 +308,7 @@ def iter_functions(tree: ast.AST) -> Iterator[tuple[str, ast.FunctionDef | ast.A
                 stack.append((prefix, child))  # `if TYPE_CHECKING:` / try-import blocks
 
 
-def parse_tolerant(source: str) -> ast.Module | None:
+def parse_tolerant(source: str, notes: list[str] | None = None) -> ast.Module | None:
     """Parse what can be parsed: code being streamed may end in an incomplete function.
 
     On a syntax error the source is cut before the last outermost statement that starts
@@ -325,11 +325,16 @@ def parse_tolerant(source: str) -> ast.Module | None:
             tree = ast.parse("\n".join(header + lines))
         except SyntaxError as exc:
             err = max(1, min((exc.lineno or len(lines)) - len(header), len(lines)))
+            if notes is not None and not notes:
+                notes.append(f"syntax error at line {err} ({exc.msg}): "
+                             "only the functions before it are indexed")
             cut = _last_outer_start(lines, err, base)
             if cut <= 0:
                 return None
             lines = lines[:cut]
-        except (ValueError, RecursionError, MemoryError):
+        except (ValueError, RecursionError, MemoryError) as exc:
+            if notes is not None:
+                notes.append(f"cannot parse: {type(exc).__name__}")
             return None
         else:
             if header:
@@ -363,9 +368,18 @@ def _last_outer_start(lines: list[str], err_line: int, base: int) -> int:
     return 0
 
 
-def units_from_source(source: str) -> list[FunctionUnit]:
-    """All functions of a module's source (tolerating a broken tail), indexable or not."""
-    tree = parse_tolerant(source)
+def units_from_source(source: str, notes: list[str] | None = None) -> list[FunctionUnit]:
+    """All functions of a module's source (tolerating a broken tail), indexable or not.
+
+    A function too deeply nested to walk is left out (with a note), not fatal."""
+    tree = parse_tolerant(source, notes)
     if tree is None:
         return []
-    return [fingerprint(node, symbol) for symbol, node in iter_functions(tree)]
+    units = []
+    for symbol, node in iter_functions(tree):
+        try:
+            units.append(fingerprint(node, symbol))
+        except RecursionError:
+            if notes is not None:
+                notes.append(f"{symbol}: nested too deeply to fingerprint, skipped")
+    return units
