@@ -294,6 +294,9 @@ def fit_chip(points: list[Point]) -> dict:
             f"or precisions, or name the wrong chip or model; fit them separately.")
     if abs(worst["error_pct"]) > FIT_WARN_PCT:
         warnings.append(f"{where} is fitted {worst['error_pct']:+.0f}% off: the model cannot describe every point")
+    if not any(host_bound(w, chip) for w in works) and "prefill" in phases:
+        warnings.append("no point is host-bound: the host launch terms (prefill_layer_us, prefill_step_us) stay "
+                        "near the eager-PyTorch defaults; add a short-prompt prefill to fit them")
     at_bounds = [name for name, v, lo, hi in zip(THETA_NAMES, theta, THETA_LO, THETA_HI)
                  if hi > lo and (v <= lo + 1e-9 * max(1, abs(lo)) or v >= hi * (1 - 1e-9))]
     pinned = [n for n in at_bounds if n not in ("layer_us", "prefill_layer_us", "step_us", "prefill_step_us")]
