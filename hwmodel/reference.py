@@ -16,7 +16,11 @@ from hwmodel.errors import HwModelError
 from hwmodel.predict import predict
 from hwmodel.standins import BASE, SPARK
 
-DEFAULT_PATH = Path(__file__).resolve().parents[2] / "shared" / "reference" / "hw_public.jsonl"
+# The team's shared/reference copy when the checkout sits beside it (CI does), else the copy
+# shipped in the package (same public figures, each with its source), so a plain clone works.
+SHARED_PATH = Path(__file__).resolve().parents[2] / "shared" / "reference" / "hw_public.jsonl"
+PACKAGED_PATH = Path(__file__).resolve().parent / "specs" / "public_figures.jsonl"
+DEFAULT_PATH = SHARED_PATH if SHARED_PATH.is_file() else PACKAGED_PATH
 
 MODEL_NAMES = {"13b (40 layers, d_model 5120)": "gpt-13b"}
 STANDIN_MODELS = {"gpt-5.3-codex-spark": SPARK, "gpt-5.3-codex": BASE}
