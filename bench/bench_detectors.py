@@ -9,8 +9,9 @@ Prints, each against a baseline measured in the same run (the machine is shared)
   role tokens replaced: real feature frequencies (the common k-grams grow 30-fold, the
   worst case for posting lists, and every query has ~30 near twins to verify and
   align) without parsing 100,000 functions;
-* recall per clone type and precision on the stdlib evaluation set (bench/dups_eval.py),
-  through ``check_source`` (what the app calls) and through ``pairs()`` (``dups scan``);
+* recall per clone type and precision on the stdlib evaluation set (bench/dups_eval.py)
+  and on the copy-edit set (bench/dups_eval_edits.py), through ``check_source`` (what
+  the app calls) and through ``pairs()`` (``dups scan``);
 * ``analyze_change`` (ruff subprocess + our rules) on a stdlib module, against ast.parse.
 """
 
@@ -32,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import dups_eval
+import dups_eval_edits
 
 from core.detectors.duplicates import DuplicateIndex
 from core.detectors.normalize import FunctionUnit, units_from_source
@@ -140,6 +142,15 @@ def main() -> None:
     print("dups scan recall " + ", ".join(f"{k} {v:.3f}" for k, v in scan.recall.items())
           + f"; precision {scan.precision:.3f} (counting clones of the original: "
           f"{scan.precision_transitive:.3f}); negatives paired {scan.negatives_flagged:.3f}")
+
+    edits = dups_eval_edits.build_cases(120)
+    for label, sc in (("check", dups_eval_edits.evaluate_check(edits)),
+                      ("scan", dups_eval_edits.evaluate_scan(edits))):
+        print(f"copy-edit set (bench/dups_eval_edits.py), dups {label}: recall "
+              + ", ".join(f"{k} {v:.3f}" for k, v in sc.recall.items())
+              + f"; precision {sc.precision:.3f}; type right "
+              + ", ".join(f"{k} {v:.2f}" for k, v in sc.type_right.items())
+              + f"; negatives flagged {sc.negatives_flagged:.3f}")
 
     text = (Path(dups_eval.stdlib_modules()[0]).parent / "textwrap.py").read_text()
     t0 = time.perf_counter()
