@@ -410,14 +410,15 @@ class DuplicateIndex:
             assert entry is not None
             if not skip(entry):
                 lexical = _set_jaccard(unit.anchors, entry.unit.anchors)
-                scored.append((ctype, -round(sim, 4), -lexical, uid))
+                words = _set_jaccard(unit.lexicon, entry.unit.lexicon)
+                scored.append((ctype, -round(sim, 4), -lexical, -words, uid))
         scored.sort()
         if not scored:
             return []
         best_type, best, best_lex = scored[0][0], -scored[0][1], -scored[0][2]
         return [
             (uid, -neg_sim, ctype)
-            for ctype, neg_sim, neg_lex, uid in scored
+            for ctype, neg_sim, neg_lex, _neg_words, uid in scored
             # only the closest kind of twin: beside an exact copy, same-shaped renamed
             # functions are noise. Of several renamed or near twins, only those about as
             # close as the best in shape and in the names they use.

@@ -27,11 +27,11 @@ import numpy as np
 
 SHINGLE = 4  # k of the k-grams over role tokens
 MIN_STATEMENTS = 3  # smaller functions (getters, one-line wrappers) are not indexed
-MIN_TOKENS = 20  # ... nor are functions with fewer role tokens than this
+MIN_TOKENS = 16  # ... nor are functions with fewer role tokens than this
 # a function being checked may be a little smaller: a near-miss copy that lost a
 # statement of an indexed function is still worth reporting
 QUERY_MIN_STATEMENTS = 2
-QUERY_MIN_TOKENS = 15
+QUERY_MIN_TOKENS = 12
 
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SKIP = (ast.expr_context,)
@@ -67,6 +67,9 @@ class FunctionUnit:
     renamed_key: bytes
     features: np.ndarray  # sorted unique uint64 k-gram hashes
     anchors: frozenset[str]  # free names, attributes, keywords: what a rename keeps
+    # every identifier and literal: breaks ties between equally shaped twins (the one
+    # a copy came from shares its name, its literals or the locals it did not rename)
+    lexicon: frozenset[str]
     roles: str  # the role sequence, one character per token: aligned for type 3
 
     @property
@@ -286,6 +289,7 @@ def fingerprint(node: ast.FunctionDef | ast.AsyncFunctionDef, symbol: str) -> Fu
                                     digest_size=12).digest(),
         features=_features(walker.roles),
         anchors=frozenset(walker.anchors),
+        lexicon=frozenset(t for t in walker.exact if t != "/" and not t.endswith(":")),
         roles=roles,
     )
 
