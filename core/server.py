@@ -42,22 +42,34 @@ class Connection:
         self.out: asyncio.Queue[dict] = asyncio.Queue(maxsize=OUT_QUEUE_FRAMES)
         self.jobs: dict[str, StreamJob] = {}
         self.greeted = False
+        self.closed = False
 
     async def send(self, frame: dict) -> None:
-        await self.out.put(frame)
+        if not self.closed:  # after the socket is gone, frames have nowhere to go
+            await self.out.put(frame)
 
     async def _writer(self) -> None:
+        try:
+            while True:
+                frame = await self.out.get()
+                await self.ws.send(P.encode(frame))
+        except ConnectionClosed:
+            pass
+        # The socket is gone. Stop the streams now (fast ones would otherwise keep the
+        # queue full and starve the reader parked in `send`), then keep draining so that
+        # nobody waits for ever on a full queue; `run` cancels this task at the end.
+        self.closed = True
+        for job in list(self.jobs.values()):
+            if job.task is not None:
+                job.task.cancel()
         while True:
-            frame = await self.out.get()
-            await self.ws.send(P.encode(frame))
+            await self.out.get()
 
     async def run(self) -> None:
         writer = asyncio.create_task(self._writer())
         try:
             async for raw in self.ws:
                 await self.handle(raw)
-                if writer.done():
-                    break
         except ConnectionClosed:
             pass
         finally:

@@ -233,6 +233,10 @@ async def test_client_vanishing_while_core_waits_on_it_frees_everything(tmp_path
             while conn.out.qsize() < 64:  # the core's replies back up: it waits on us
                 await asyncio.sleep(0.05)
         ws.transport.abort()  # gone, without a close frame
-        async with asyncio.timeout(5):
-            while server.connections or any(server.engine.active.values()):
-                await asyncio.sleep(0.05)
+        t0 = asyncio.get_running_loop().time()
+        while server.connections or any(server.engine.active.values()):
+            await asyncio.sleep(0.05)
+            if asyncio.get_running_loop().time() - t0 > 5:
+                c = next(iter(server.connections), None)
+                raise AssertionError(f"still held: {server.engine.active} "
+                                     f"{c and (c.out.qsize(), len(c.jobs), c.ws.state)}")
