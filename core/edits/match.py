@@ -11,6 +11,9 @@ import difflib
 from dataclasses import dataclass
 
 FUZZY_THRESHOLD = 0.88  # difflib ratio a window must reach to count as the match
+FUZZY_MIN_LINES = 3  # fewer non-blank SEARCH lines: too little to tell places apart
+FUZZY_MARGIN = 0.05  # a rival window this close to the best makes the match ambiguous
+FUZZY_MAX_CHARS = 20_000  # difflib is quadratic: longer SEARCH texts must match exactly
 
 
 @dataclass(frozen=True)
@@ -83,7 +86,7 @@ def find(lines: list[str], search: list[str], *, path: str = "?",
         if len(hits) == 1:
             return _make(lines, search, hits[0], len(search), how)
         if len(hits) > 1:
-            raise MatchError(_ambiguous(path, search, hits))
+            raise MatchError(_ambiguous(path, search, hits, lines))
     core, _ = _trim_blank_edges(search)
     if core and core != search:
         for how, key in tiers:
@@ -91,11 +94,20 @@ def find(lines: list[str], search: list[str], *, path: str = "?",
             if len(hits) == 1:
                 return _make(lines, core, hits[0], len(core), how)
             if len(hits) > 1:
-                raise MatchError(_ambiguous(path, core, hits))
-    best, second = _fuzzy(lines, core or search)
-    if best is not None and best[0] >= threshold and (second is None or second[0] < best[0]):
+                raise MatchError(_ambiguous(path, core, hits, lines))
+    target = core or search
+    if sum(1 for s in target if s.strip()) < FUZZY_MIN_LINES \
+            or sum(len(s) for s in target) > FUZZY_MAX_CHARS:
+        best, _ = _fuzzy(lines, target, score=False)
+        raise MatchError(_not_found(path, lines, search, best))
+    best, second = _fuzzy(lines, target)
+    if best is not None and best[0] >= threshold and second is not None \
+            and second[0] >= best[0] - FUZZY_MARGIN:
+        raise MatchError(_ambiguous(path, target, [best[1], second[1]], lines,
+                                    f"{best[0]:.0%} and {second[0]:.0%} similar"))
+    if best is not None and best[0] >= threshold:
         score, start, length = best
-        m = _make(lines, core or search, start, length, "fuzzy")
+        m = _make(lines, target, start, length, "fuzzy")
         return Match(m.start, m.end, "fuzzy", m.indent_from, m.indent_to, score)
     raise MatchError(_not_found(path, lines, search, best))
 
@@ -128,7 +140,7 @@ def _candidates(stripped: list[str], target: list[str]) -> set[int]:
     probes = [(j, t) for j, t in enumerate(target) if t]
     uniq = list(dict.fromkeys(s for s in stripped if s))
     for j, t in probes[:1] + probes[-1:]:
-        for close in _close_lines(t, uniq, MAX_CANDIDATES // 2):
+        for close in _close_lines(t[:500], [u[:500] for u in uniq], MAX_CANDIDATES // 2):
             for i in [k for k, s in enumerate(stripped) if s == close][:4]:
                 starts.add(max(0, i - j))
     return starts
@@ -154,11 +166,30 @@ def _close_lines(probe: str, uniq: list[str], k: int) -> list[str]:
     return [line for r, line in exact[:k] if r >= 0.6]
 
 
-def _fuzzy(lines: list[str], search: list[str]):
-    """Best and second-best (score, start, length) windows, lengths len(search)±1."""
+def _fuzzy(lines: list[str], search: list[str], *, score: bool = True):
+    """Best and second-best (score, start, length) windows, lengths len(search)±1.
+
+    With score=False (a SEARCH text too small or too big to match fuzzily) only a
+    cheap guess at the closest place is made, from its first non-blank line, for the
+    error message."""
     n = len(search)
     if n == 0 or not lines:
         return None, None
+    if not score:
+        probe = next((s.strip()[:500] for s in search if s.strip()), "")
+        if not probe:
+            return None, None
+        sm = difflib.SequenceMatcher(autojunk=False)
+        sm.set_seq2(probe)
+        best = None
+        for i, line in enumerate(lines[:20000]):
+            sm.set_seq1(line.strip()[:500])
+            floor = best[0] if best else 0.3
+            if sm.real_quick_ratio() > floor and sm.quick_ratio() > floor:
+                r = sm.ratio()
+                if r > floor:
+                    best = (r, i, min(n, len(lines) - i))
+        return best, None
     target_lines = [s.strip() for s in search]
     target = "\n".join(target_lines)
     stripped = [s.strip() for s in lines]
@@ -191,20 +222,31 @@ def _fuzzy(lines: list[str], search: list[str]):
 
 def _excerpt(lines: list[str], start: int, length: int) -> str:
     lo, hi = max(0, start), min(len(lines), start + max(length, 1))
-    return "\n".join(f"  {i + 1:>5} | {lines[i]}" for i in range(lo, hi))
+    return "\n".join(f"  {i + 1:>5} | {_clip(lines[i])}" for i in range(lo, hi))
 
 
-def _ambiguous(path: str, search: list[str], hits: list[int]) -> str:
+def _clip(line: str, width: int = 200) -> str:
+    """A line short enough for an error message (a minified file has 100 KB lines)."""
+    return line if len(line) <= width else line[:width] + f"... ({len(line):,} chars)"
+
+
+def _ambiguous(path: str, search: list[str], hits: list[int], lines: list[str] | None = None,
+               how: str = "") -> str:
     where = ", ".join(str(h + 1) for h in hits[:8])
-    return (f"{path}: the SEARCH text matches {len(hits)} places (lines {where}); "
-            f"add more surrounding lines so it names one place")
+    msg = (f"{path}: the SEARCH text matches {len(hits)} places (lines {where})"
+           f"{' ' + how if how else ''}; add more surrounding lines so it names one place")
+    if lines:
+        n = min(len(search), 3)
+        for h in hits[:3]:
+            msg += f"\n  at line {h + 1}:\n{_excerpt(lines, h, n)}"
+    return msg
 
 
 def _not_found(path: str, lines: list[str], search: list[str], best) -> str:
     head = f"{path}: SEARCH text not found"
     if best is None:
         first = search[0] if search else ""
-        return f"{head} (nothing similar; first SEARCH line: {first!r})"
+        return f"{head} (nothing similar; first SEARCH line: {_clip(first)!r})"
     score, start, length = best
     return (f"{head}; closest lines ({score:.0%} similar):\n"
             f"{_excerpt(lines, start, length)}")

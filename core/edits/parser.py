@@ -25,6 +25,7 @@ DIVIDER_RE = re.compile(r"^\s*={5,9}\s*$")
 REPLACE_RE = re.compile(r"^\s*>{5,9} ?REPLACE\s*<?\s*$")
 FENCE_RE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([^`]*?)\s*$")
 HUNK_HEADER_RE = re.compile(r"^@@.*@@")
+_OLD_START_RE = re.compile(r"^@@\s*-(\d+)")
 DIFF_LANGS = {"diff", "patch", "udiff"}
 
 # Words that appear alone before a fence but are not file names.
@@ -33,7 +34,10 @@ _NOT_PATHS = {
     "json", "yaml", "toml", "javascript", "js", "typescript", "ts", "rust", "go", "c",
     "cpp", "java", "html", "css", "sql", "markdown", "md", "plaintext", "udiff", "ini",
 }
-_BARE_NAMES = {"Makefile", "Dockerfile", "LICENSE", "README", "Procfile", "Justfile"}
+_BARE_NAMES = {"Makefile", "Dockerfile", "LICENSE", "README", "Procfile", "Justfile",
+               "Vagrantfile", "Gemfile", "Rakefile", "Jenkinsfile", "Containerfile",
+               "Pipfile", "Brewfile", "Caddyfile", "Snakefile", "CODEOWNERS"}
+_DECORATION = "*`'\"_"  # characters models wrap a path line in
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,7 @@ class Edit:
     search: str
     replace: str
     kind: str  # "search_replace" | "udiff" | "whole_file"
+    line: int | None = field(default=None, compare=False)  # a diff hunk's @@ old start
 
 
 @dataclass(frozen=True)
@@ -72,20 +77,25 @@ def clean_path(line: str) -> str | None:
     Tolerates the decorations models add: `**foo.py**`, `` `foo.py` ``, `# foo.py`,
     `foo.py:`, `File: foo.py`.
     """
-    s = line.strip()
+    s = line.strip().lstrip("\ufeff")
     if not s or len(s) > 260:
         return None
-    s = s.lstrip("#").strip().strip("*").strip()
-    for prefix in ("file:", "filename:", "path:"):
-        if s.lower().startswith(prefix):
-            s = s[len(prefix):].strip()
-    s = s.strip("*").strip("`").strip().rstrip(":").strip().strip("`").strip("*").strip()
+    s = s.lstrip("#").strip()
+    for _ in range(4):  # peel nested decorations: **`"a.py"`**:
+        before = s
+        s = s.strip(_DECORATION).strip().rstrip(":").strip()
+        for prefix in ("file:", "filename:", "path:"):
+            if s.lower().startswith(prefix):
+                s = s[len(prefix):].strip()
+        if s == before:
+            break
     if not s or any(ch.isspace() for ch in s) or s.lower() in _NOT_PATHS:
         return None
     if s.startswith(("<", "=", ">", "-", "+", "@")) or s.endswith((".", ",", ";", "!")):
         return None
     name = s.rsplit("/", 1)[-1]
-    if "." in name.strip(".") or "/" in s or name in _BARE_NAMES:
+    dotfile = name.startswith(".") and name[1:2].isalnum()
+    if "." in name.strip(".") or "/" in s or name in _BARE_NAMES or dotfile:
         return s.removeprefix("./")
     return None
 
@@ -121,6 +131,11 @@ class _Block:
     stage: str = "search"
     search: list[str] = field(default_factory=list)
     replace: list[str] = field(default_factory=list)
+    broken: str | None = None  # why the block must not be applied, once known
+    fence: str | None = None  # marker of the ``` fence the block sits in
+    # lines seen after a line that would close that fence: if the block then turns
+    # out to have no REPLACE marker, they are read again as ordinary answer lines
+    after_close: list[tuple[int, str]] | None = None
 
 
 @dataclass
@@ -133,6 +148,7 @@ class _Fence:
     path: str | None  # path named before the fence or in its info string
     body: list[str] = field(default_factory=list)
     had_block: bool = False
+    stray_marker: int = 0  # line of a ======= / >>>>>>> REPLACE with no SEARCH
     mentioned: str | None = None  # a file named in backticks on the line before
     # unified-diff state
     old_path: str | None = None
@@ -142,6 +158,7 @@ class _Fence:
     hunk_old: list[str] = field(default_factory=list)
     hunk_new: list[str] = field(default_factory=list)
     new_file: list[str] = field(default_factory=list)  # body of a --- /dev/null diff
+    hunk_line: int | None = None  # old start line from the @@ header
 
 
 class StreamingParser:
@@ -163,6 +180,8 @@ class StreamingParser:
         if self._finished:
             raise RuntimeError("StreamingParser.feed() after finish()")
         self._buf += chunk
+        if self._line_no == 0 and self._buf.startswith("\ufeff"):
+            self._buf = self._buf[1:]  # a byte-order mark is not part of the first line
         if "\n" not in chunk:
             return []
         *lines, self._buf = self._buf.split("\n")
@@ -184,16 +203,21 @@ class StreamingParser:
         if self._block is not None:
             b = self._block
             where = "=======" if b.stage == "search" else ">>>>>>> REPLACE"
-            self.errors.append(ParseError(
-                b.start_line, b.path,
-                f"SEARCH/REPLACE block for {b.path or '?'} (line {b.start_line}) ended "
-                f"without its {where} line; the answer was probably cut off"))
+            self._block_error(b, f"SEARCH/REPLACE block for {b.path or '?'} (line "
+                                 f"{b.start_line}) ended without its {where} line; the "
+                                 f"answer was probably cut off")
             self._block = None
+            if b.after_close:
+                self._fence = None
+                for no, ln in b.after_close:
+                    self._line_no = no
+                    out.extend(self._line(ln))
+                return out + self.finish()
         if self._fence is not None:
             f = self._fence
             if f.is_diff:
                 out.extend(self._close_diff_file(f, complete=False))
-            elif f.path and not f.had_block and f.body:
+            elif f.path and not f.had_block and f.body and not f.stray_marker:
                 self.errors.append(ParseError(
                     f.start_line, f.path,
                     f"whole-file block for {f.path} (line {f.start_line}) has no closing "
@@ -238,17 +262,22 @@ class StreamingParser:
         if SEARCH_RE.match(line):
             self._open_block()
             return []
-        if REPLACE_RE.match(line) and (f is None or not f.path or f.had_block):
-            self.errors.append(ParseError(self._line_no, None,
-                                          f"line {self._line_no}: >>>>>>> REPLACE without "
-                                          f"a <<<<<<< SEARCH before it"))
-            return []
+        if REPLACE_RE.match(line) or DIVIDER_RE.match(line):
+            if f is not None and not f.had_block:
+                # a block whose SEARCH marker is missing: never a whole file
+                f.stray_marker = f.stray_marker or self._line_no
+            if REPLACE_RE.match(line):
+                self.errors.append(ParseError(self._line_no, f.path if f else None,
+                                              f"line {self._line_no}: >>>>>>> REPLACE "
+                                              f"without a <<<<<<< SEARCH before it; that "
+                                              f"block was not applied"))
+                return []
         m = FENCE_RE.match(line)
         if f is not None:
             if m and m.group(3) == "" and _closes(f.marker, m.group(2)):
                 self._fence = None
                 self._remember(line)
-                if f.path and not f.had_block and f.body:
+                if f.path and not f.had_block and f.body and not f.stray_marker:
                     self._last_path = f.path
                     return [Edit(f.path, "", _join(f.body), "whole_file")]
                 return []
@@ -295,35 +324,79 @@ class StreamingParser:
             self.errors.append(ParseError(self._line_no, None,
                                           f"line {self._line_no}: <<<<<<< SEARCH block "
                                           f"without a file path line before it"))
-        self._block = _Block(path, self._line_no)
+        self._block = _Block(path, self._line_no, fence=f.marker if f else None)
+
+    def _block_error(self, b: _Block, message: str) -> None:
+        if b.path is not None:  # a block with no path was reported when it opened
+            self.errors.append(ParseError(b.start_line, b.path, message))
 
     def _block_line(self, line: str) -> list[Edit]:
         b = self._block
         assert b is not None
-        if b.stage == "search":
-            if DIVIDER_RE.match(line):
-                b.stage = "replace"
-            elif SEARCH_RE.match(line):
-                self.errors.append(ParseError(b.start_line, b.path,
-                                              f"line {self._line_no}: a second <<<<<<< SEARCH"
-                                              f" before ======= in the block for "
-                                              f"{b.path or '?'}; the first block was dropped"))
-                self._block = _Block(b.path, self._line_no)
-            else:
-                b.search.append(line)
-            return []
+        if SEARCH_RE.match(line):
+            return self._reopen(b, line)
         if REPLACE_RE.match(line):
             self._block = None
             self._prev_line = ""
+            if b.stage == "search":
+                b.broken = b.broken or (f"line {self._line_no}: >>>>>>> REPLACE before "
+                                        f"its ======= line")
             if b.path is None:
                 return []  # already recorded as an error when the block opened
+            if b.broken:
+                self._block_error(b, f"SEARCH/REPLACE block for {b.path} (line "
+                                     f"{b.start_line}) is malformed ({b.broken}); "
+                                     f"not applied")
+                return []
             self._last_path = b.path
             return [Edit(b.path, _join(b.search), _join(b.replace), "search_replace")]
-        if DIVIDER_RE.match(line) and not b.replace:
-            # a doubled divider is a common model slip; the replacement starts after it
+        if b.after_close is not None:
+            b.after_close.append((self._line_no, line))
+        elif b.fence is not None:
+            m = FENCE_RE.match(line)
+            if m and m.group(3) == "" and _closes(b.fence, m.group(2)):
+                b.after_close = []  # content, unless no REPLACE marker ever comes
+        if b.stage == "search":
+            if DIVIDER_RE.match(line):
+                b.stage = "replace"
+            else:
+                b.search.append(line)
             return []
+        if DIVIDER_RE.match(line):
+            if not b.replace:
+                # a doubled divider is a common model slip; the replacement starts after it
+                return []
+            b.broken = b.broken or f"line {self._line_no}: a second ======= line"
         b.replace.append(line)
         return []
+
+    def _reopen(self, b: _Block, line: str) -> list[Edit]:
+        """A SEARCH marker inside an open block: the open block is broken (never
+        applied); lines after a fence that closed it are read again as answer text."""
+        if b.stage == "search" and not "".join(b.search).strip():
+            # a doubled SEARCH marker is a model slip, like a doubled divider
+            self._block = _Block(b.path, b.start_line, fence=b.fence)
+            return []
+        where = "=======" if b.stage == "search" else ">>>>>>> REPLACE"
+        self._block_error(b, f"SEARCH/REPLACE block for {b.path} (line {b.start_line}) "
+                             f"has no {where} line before the next <<<<<<< SEARCH; "
+                             f"not applied")
+        self._block = None
+        out: list[Edit] = []
+        if b.after_close is not None:
+            self._fence = None
+            self._prev_line = ""
+            here = self._line_no
+            for no, ln in b.after_close:
+                self._line_no = no
+                out.extend(self._line(ln))
+            self._line_no = here
+            if self._block is not None:  # the replay opened a block of its own
+                return out + self._block_line(line)
+        else:
+            self._last_path = b.path or self._last_path
+        out.extend(self._line(line))
+        return out
 
     # -- unified diffs -----------------------------------------------------------
     def _diff_line(self, f: _Fence, line: str) -> list[Edit]:
@@ -346,6 +419,8 @@ class StreamingParser:
             out = self._close_hunk(f)
             f.in_hunk = True
             f.hunk_start = self._line_no
+            start = _OLD_START_RE.match(line)
+            f.hunk_line = int(start.group(1)) if start else None
             return out
         if not f.in_hunk:
             return []  # "diff --git", "index ..." and prose between files
@@ -389,7 +464,7 @@ class StreamingParser:
         if old == new:
             return []
         self._last_path = path
-        return [Edit(path, _join(old), _join(new), "udiff")]
+        return [Edit(path, _join(old), _join(new), "udiff", f.hunk_line)]
 
     def _close_diff_file(self, f: _Fence, *, complete: bool) -> list[Edit]:
         if not complete:

@@ -146,13 +146,45 @@ class FileEditor:
             return
         search = split_lines(edit.search)
         if not search or not "".join(search).strip():
-            if not "".join(self.lines).strip():
-                self._splice(0, len(self.lines), replace)
-            else:  # an empty SEARCH on an existing file appends, as models use it
-                self._splice(len(self.lines), len(self.lines), replace)
+            self._insert_without_search(edit, replace)
             return
-        m = find(self.lines, search, path=self.path)
+        try:
+            m = find(self.lines, search, path=self.path)
+        except MatchError as exc:
+            if replace and _contains(self.lines, replace):
+                raise MatchError(f"{self.path}: SEARCH text not found, and its REPLACE "
+                                 f"text is already in the file: the edit looks applied "
+                                 f"already (or repeated in the answer); skipped") from None
+            raise exc from None
+        if m.how == "fuzzy" and any(o is None for o in self.origin[m.start:m.end]):
+            raise MatchError(f"{self.path}: SEARCH text not found exactly; the closest "
+                             f"lines ({m.start + 1}-{m.end}) overlap what an earlier "
+                             f"edit of this answer wrote, so it is not applied there")
         self._splice(m.start, m.end, reindent(replace, m))
+
+    def _insert_without_search(self, edit: Edit, replace: list[str]) -> None:
+        """An empty SEARCH creates a file or fills an empty one (never appends to a
+        file with content: a model re-creating an existing file would duplicate it);
+        a diff hunk with no context lines may only add at the end."""
+        if not "".join(self.lines).strip():
+            self._splice(0, len(self.lines), replace)
+            return
+        if edit.kind == "udiff" and edit.line is not None and edit.line >= len(self.lines):
+            self._splice(len(self.lines), len(self.lines), replace)
+            return
+        if edit.kind == "udiff":
+            raise MatchError(f"{self.path}: a diff hunk adds lines with no context lines "
+                             f"around them (at line {edit.line}); it cannot be placed "
+                             f"safely, not applied")
+        raise MatchError(f"{self.path}: an empty SEARCH part creates a new file, but "
+                         f"this file exists and is not empty; not applied (to add "
+                         f"lines, SEARCH for the lines they go after)")
+
+
+def _contains(lines: list[str], needle: list[str]) -> bool:
+    n = len(needle)
+    return any(lines[i:i + n] == needle for i in range(len(lines) - n + 1)
+               if lines[i] == needle[0])
 
 
 def apply_edit_to_text(text: str, edit: Edit, path: str) -> str:
@@ -274,6 +306,9 @@ def apply_proposal(ws: Workspace, proposal: Proposal, accepted: set[str], *,
             elif fp.is_new and exists:
                 raise WorkspaceError(f"{fp.path} was created by someone else after the "
                                      f"proposal; not overwritten")
+            elif not exists:
+                raise WorkspaceError(f"{fp.path} was deleted after the proposal; "
+                                     f"refused, not re-created")
             else:
                 moved, failed = fp.rebase(current, ids)
                 if failed:
