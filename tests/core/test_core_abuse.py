@@ -109,19 +109,24 @@ async def test_a_thousand_generates_at_once(tmp_path):
         ws = await _raw(url)
         await ws.send(_gen("x"))
         await asyncio.gather(*(ws.send(_gen(f"s{i}", max_tokens=3)) for i in range(1000)))
-        busy, done = 0, set()
+        busy, done = set(), set()
         async with asyncio.timeout(20):
-            while len(done) + busy < 1000 or "x" not in done:
+            while len(done) + len(busy) < 1001:
                 frame = json.loads(await ws.recv())
                 if frame["type"] == "error":
                     assert frame["code"] == "too_many_streams", frame
-                    assert "stream_continues" not in frame
-                    busy += 1
+                    assert "stream_continues" not in frame and "at most 8" in frame["message"]
+                    busy.add(frame["id"])
                 elif frame["type"] == "done":
                     done.add(frame["id"])
-        assert busy >= 1000 - 8 - 200 and len(done) >= 8
+        # every stream ended exactly once, either way; the limit did bite
+        assert not busy & done and len(busy | done) == 1001 and "x" in done
+        assert len(busy) > 500
         conn = next(iter(server.connections))
-        assert conn.out.qsize() <= 64 and not conn.jobs
+        assert conn.out.qsize() <= 64
+        async with asyncio.timeout(5):
+            while conn.jobs:  # finished jobs are forgotten right after their done frame
+                await asyncio.sleep(0.01)
         await ws.close()
 
 
@@ -218,8 +223,7 @@ async def test_client_vanishing_while_core_waits_on_it_frees_everything(tmp_path
     big.mkdir()
     (big / "big.jsonl").write_text(json.dumps({"version": 1, "id": "big", "messages": USER,
                                                "answer": "x = 1\n" * 200_000}) + "\n")
-    async with running_core(tmp_path, tokens_per_s=1e6, frame_ms=1, cassettes=big) as (
-            url, server):
+    async with running_core(tmp_path, tokens_per_s=1e6, cassettes=big) as (url, server):
         ws = await _raw(url)
         ws.transport.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF,
                                                          65536)
@@ -236,7 +240,7 @@ async def test_client_vanishing_while_core_waits_on_it_frees_everything(tmp_path
         t0 = asyncio.get_running_loop().time()
         while server.connections or any(server.engine.active.values()):
             await asyncio.sleep(0.05)
-            if asyncio.get_running_loop().time() - t0 > 5:
+            if asyncio.get_running_loop().time() - t0 > 10:  # measured: 0.05-1.5 s, loaded
                 c = next(iter(server.connections), None)
-                raise AssertionError(f"still held: {server.engine.active} "
+                raise AssertionError(f"still held after 10 s: {server.engine.active} "
                                      f"{c and (c.out.qsize(), len(c.jobs), c.ws.state)}")
