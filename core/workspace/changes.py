@@ -28,6 +28,7 @@ class ChangeResult:
 
 def prepare(ws: Workspace, path: str, new_text: str) -> FileRecord:
     """The exact bytes the file has now and will have after writing new_text."""
+    ws.check_writable(path)
     before = ws.read_bytes(path)
     if before is None:
         return FileRecord(path, None, encode(new_text, _new_format(), path), None)
@@ -75,16 +76,56 @@ def _apply_change(ws: Workspace, records: list[FileRecord], *, message: str,
     if not fresh:
         return result
     journal = Journal(ws)
-    entry = journal.begin(message, fresh, undoes=undoes, hunks=hunks)
+    try:
+        entry = journal.begin(message, fresh, undoes=undoes, hunks=hunks)
+    except OSError as exc:
+        result.refused.extend((rec.path, f"{rec.path}: the journal could not be written "
+                                         f"({exc.strerror or exc}); nothing written")
+                              for rec in fresh)
+        return result
     result.change_id = entry.id
+    done: list[FileRecord] = []
     for rec in fresh:
-        _write(ws, rec, rec.after)
+        try:
+            _write(ws, rec, rec.after)
+        except (OSError, WorkspaceError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            back = _roll_back(ws, journal, entry, done)
+            if back:
+                result.written, result.change_id = [], None
+            after = ("the whole change was rolled back, your files are as they were"
+                     if back else "rolling back failed too; the journal keeps your old "
+                                  "bytes and the next apply, undo or recover finishes it")
+            result.refused.extend(
+                (r.path, f"{r.path}: writing {rec.path} failed ({why}); {after}")
+                for r in fresh)
+            return result
+        done.append(rec)
         result.written.append(rec.path)
-    journal.mark(entry, "applied")
+    try:
+        journal.mark(entry, "applied")
+    except OSError:
+        return result  # the files are written; recover() marks the entry later
     if commit:
         _commit(ws, journal, entry, result)
     journal.prune()
     return result
+
+
+def _roll_back(ws: Workspace, journal: Journal, entry: JournalEntry,
+               done: list[FileRecord]) -> bool:
+    """Put back the files a failed change already wrote, then retire its journal entry.
+
+    If even that fails (the disk is still full), the entry stays pending with the exact
+    old bytes in it, and the next apply, undo or recover() finishes the job."""
+    try:
+        for rec in reversed(done):
+            _write(ws, rec, rec.before)
+        clean_temp_files(ws, [r.path for r in entry.files])
+        journal.mark(entry, "rolled-back")
+    except (OSError, WorkspaceError):
+        return False
+    return True
 
 
 def _write(ws: Workspace, rec: FileRecord, data: bytes | None) -> None:

@@ -13,6 +13,7 @@ import hashlib
 import os
 import stat
 import tempfile
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -21,6 +22,8 @@ TEMP_SUFFIX = ".spark-tmp"
 SPARK_DIR = ".spark"
 IGNORE_FILE = ".sparkignore"  # gitignore syntax: paths edits may never touch
 _SNIFF = 8192
+# control bytes that never occur in text files (tab, newlines, form feed, escape do)
+_CONTROL = bytes(b for b in range(32) if b not in (9, 10, 11, 12, 13, 27)) + b"\x7f"
 
 
 class WorkspaceError(Exception):
@@ -48,6 +51,9 @@ def decode(data: bytes, rel: str) -> tuple[str, FileFormat]:
     """Bytes to "\\n"-text plus the format to restore; refuses binary content."""
     if b"\0" in data[:_SNIFF]:
         raise WorkspaceError(f"{rel}: binary file (contains NUL bytes); not edited")
+    head = data[:_SNIFF]
+    if len(head) - len(head.translate(None, _CONTROL)) > max(1, len(head) // 100):
+        raise WorkspaceError(f"{rel}: binary file (control bytes); not edited")
     if data.startswith(b"\xef\xbb\xbf"):
         encoding = "utf-8-sig"
     else:
@@ -63,7 +69,13 @@ def decode(data: bytes, rel: str) -> tuple[str, FileFormat]:
     newline = "\r\n" if crlf > lf and crlf >= lone_cr else "\r" if lone_cr > lf else "\n"
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     final = text.endswith("\n") if text else True
-    return text, FileFormat(encoding, newline, final)
+    fmt = FileFormat(encoding, newline, final)
+    if encode(text, fmt, rel) != data:
+        # mixed line ends (or a binary file that decoded as Latin-1): a rewrite would
+        # change lines the edit never touched
+        raise WorkspaceError(f"{rel}: mixed line endings (or not a text file); not "
+                             f"edited, so no untouched line is rewritten")
+    return text, fmt
 
 
 def encode(text: str, fmt: FileFormat, rel: str) -> bytes:
@@ -113,15 +125,23 @@ class Workspace:
         """The real path of rel inside the root; WorkspaceError when it is refused."""
         if not rel or not rel.strip():
             raise WorkspaceError("empty path")
-        if "\0" in rel:
-            raise WorkspaceError(f"{rel!r}: path contains a NUL byte")
+        if any(unicodedata.category(ch) in ("Cc", "Cf") for ch in rel):
+            raise WorkspaceError(f"{rel!r}: path contains control or invisible characters; "
+                                 f"refused")
+        if rel != rel.strip():
+            raise WorkspaceError(f"{rel!r}: path starts or ends with spaces; refused")
+        if rel.startswith("~"):
+            raise WorkspaceError(f"{rel}: '~' (a home folder) is outside the workspace; "
+                                 f"refused")
+        if rel.endswith(("/", "\\")):
+            raise WorkspaceError(f"{rel}: names a folder, not a file")
         p = PurePosixPath(rel.replace("\\", "/"))
         if p.is_absolute() or (len(rel) > 1 and rel[1] == ":"):
             raise WorkspaceError(f"{rel}: absolute paths are refused; use a path "
                                  f"relative to {self.root}")
         if ".." in p.parts:
             raise WorkspaceError(f"{rel}: '..' leads outside the workspace; refused")
-        real = (self.root / Path(*p.parts)).resolve()
+        real = self._existing_spelling(Path(*p.parts), rel).resolve()
         try:
             inside = real.relative_to(self.root)
         except ValueError:
@@ -130,9 +150,12 @@ class Workspace:
         parts = inside.parts
         if not parts:
             raise WorkspaceError(f"{rel}: is the workspace root itself")
-        if ".git" in parts:
+        if any(part.casefold() == ".git" for part in parts):
             raise WorkspaceError(f"{rel}: inside .git/; refused")
-        if parts[0] == SPARK_DIR:
+        if inside.as_posix() == IGNORE_FILE:
+            raise WorkspaceError(f"{rel}: your rules for what edits may touch; edit it "
+                                 f"yourself")
+        if parts[0].casefold() == SPARK_DIR:
             raise WorkspaceError(f"{rel}: inside {SPARK_DIR}/ (sparkstation's own "
                                  f"journal); refused")
         if self._deny is not None:
@@ -142,7 +165,39 @@ class Workspace:
                                          f"rules ({', '.join(self.deny_globs)})")
         if real.is_dir():
             raise WorkspaceError(f"{rel}: is a folder, not a file")
+        if real.exists() and not real.is_file():
+            raise WorkspaceError(f"{rel}: not a regular file (a device, pipe or socket); "
+                                 f"refused")
         return real
+
+    def _existing_spelling(self, rel: Path, shown: str) -> Path:
+        """root/rel, with each missing part replaced by the existing entry it names in
+        another Unicode normal form (a model writes "café" as NFD, the disk has NFC); a
+        new name that differs from an existing one only in case is refused, since on a
+        case-insensitive disk it would overwrite that file."""
+        cur = self.root
+        for part in rel.parts:
+            nxt = cur / part
+            if not os.path.lexists(nxt) and cur.is_dir():
+                try:
+                    names = os.listdir(cur)
+                except OSError:
+                    names = []
+                nfc = unicodedata.normalize("NFC", part)
+                same = [n for n in names if unicodedata.normalize("NFC", n) == nfc]
+                if same:
+                    nxt = cur / same[0]
+                else:
+                    folded = nfc.casefold()
+                    clash = [n for n in names
+                             if unicodedata.normalize("NFC", n).casefold() == folded]
+                    if clash:
+                        raise WorkspaceError(
+                            f"{shown}: differs only in letter case from the existing "
+                            f"{(cur / clash[0]).relative_to(self.root).as_posix()}; "
+                            f"refused (use the existing name)")
+            cur = nxt
+        return cur
 
     # -- reading -----------------------------------------------------------------------
     def exists(self, rel: str) -> bool:
@@ -191,8 +246,21 @@ class Workspace:
         return FileFormat(fmt.encoding, fmt.newline, fmt.final_newline,
                           stat.S_IMODE(path.stat().st_mode))
 
+    def check_writable(self, rel: str) -> None:
+        """Refuse a file the user made read-only: that is a "do not edit" sign, even
+        though an atomic rename could replace it."""
+        path = self.resolve(rel)
+        try:
+            mode = path.stat().st_mode
+        except FileNotFoundError:
+            return
+        if not mode & 0o222:
+            raise WorkspaceError(f"{rel}: read-only file; not edited (make it writable "
+                                 f"to let edits change it)")
+
     def write_text(self, rel: str, text: str) -> None:
         """Atomically replace (or create) rel with text, keeping the file's format."""
+        self.check_writable(rel)
         fmt = self.file_format(rel)
         data = encode(text, fmt, rel)
         if len(data) > self.max_bytes:

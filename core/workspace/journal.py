@@ -21,7 +21,7 @@ from pathlib import Path
 
 from core.workspace.files import SPARK_DIR, Workspace, WorkspaceError
 
-STATES = ("pending", "applied", "undo-pending", "undone")
+STATES = ("pending", "applied", "undo-pending", "undone", "rolled-back")
 KEEP = 200  # finished entries kept; older ones are pruned
 _held = threading.local()
 
@@ -143,7 +143,7 @@ class Journal:
                 state = json.loads(p.read_text("utf-8")).get("state")
             except (OSError, ValueError):
                 continue
-            if state in ("applied", "undone"):
+            if state in ("applied", "undone", "rolled-back"):
                 p.unlink(missing_ok=True)
 
     def _path(self, entry: JournalEntry) -> Path:
