@@ -85,7 +85,8 @@ def _python_files(base: Path, package: str) -> list[Path]:
 
 
 def functions_of(base: Path, package: str) -> list[Func]:
-    """Functions and methods of a package with at least 3 statements (docstring aside)."""
+    """Functions, methods and nested functions of a package with at least 3 statements
+    (docstring aside)."""
     out: list[Func] = []
     for path in _python_files(base, package):
         text = path.read_text(encoding="utf-8", errors="replace")
@@ -94,7 +95,7 @@ def functions_of(base: Path, package: str) -> list[Func]:
         except SyntaxError:
             continue
         lines = text.splitlines(keepends=True)
-        for symbol, node in iter_functions(tree):
+        for symbol, node in iter_functions(tree, nested=True):  # closures' helpers too
             if fingerprint(node, symbol).statements < 3:
                 continue
             first = min([node.lineno] + [d.lineno for d in node.decorator_list])
@@ -152,17 +153,33 @@ def rename_consistently(func: ast.AST, rng: random.Random) -> bool:
     return True
 
 
-def change_literals(func: ast.AST, rng: random.Random) -> bool:
-    """Default values and string literals change (not the docstring)."""
-    changed = False
-    doc = func.body[0].value if _body_start(func) else None  # type: ignore[attr-defined]
+def _not_code(func: ast.AST) -> set[int]:
+    """ids of the constants that are docstrings or inside annotations (at any depth)."""
+    out: set[int] = set()
     for node in ast.walk(func):
-        if node is doc or not isinstance(node, ast.Constant):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if ast.get_docstring(node) is not None:
+                out.add(id(node.body[0].value))  # type: ignore[attr-defined]
+            if not isinstance(node, ast.ClassDef) and node.returns is not None:
+                out.update(id(n) for n in ast.walk(node.returns))
+        elif isinstance(node, ast.arg) and node.annotation is not None:
+            out.update(id(n) for n in ast.walk(node.annotation))
+        elif isinstance(node, ast.AnnAssign):
+            out.update(id(n) for n in ast.walk(node.annotation))
+    return out
+
+
+def change_literals(func: ast.AST, rng: random.Random) -> bool:
+    """Default values and string literals change (not docstrings nor annotations)."""
+    changed = False
+    skip = _not_code(func)
+    for node in ast.walk(func):
+        if id(node) in skip or not isinstance(node, ast.Constant):
             continue
         v = node.value
         if isinstance(v, str) and v and rng.random() < 0.7:
             node.value = rng.choice(["", "x", "default", "n/a"]) + v[: len(v) // 2]
-            changed = True
+            changed = changed or node.value != v
     args = func.args  # type: ignore[attr-defined]
     for d in args.defaults + [d for d in args.kw_defaults if d is not None]:
         if isinstance(d, ast.Constant) and isinstance(d.value, int) and not isinstance(

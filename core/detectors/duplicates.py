@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from core.detectors.feature_index import FeatureIndex
-from core.detectors.normalize import FunctionUnit, units_from_source
+from core.detectors.normalize import FunctionUnit, parent_symbol, units_from_source
 
 # A near-miss (type 3) needs both: enough shared role k-grams (cheap, from the index)
 # and an alignment of the role sequences (difflib ratio, the reported similarity).
@@ -35,6 +35,11 @@ KGRAM_FLOOR = 0.45  # Jaccard of role 4-grams a candidate needs to be aligned at
 SHORT_TOKENS = 60
 SHORT_KGRAM_FLOOR = 0.3
 TYPE3_THRESHOLD = 0.8  # alignment ratio at or above which a near-miss is reported
+# ... or, for a statement added or removed (a guard clause, a try/except wrapper), a
+# lower ratio when the shorter sequence lies almost all inside the longer one
+CONTAINED = 0.95  # share of the shorter role sequence found, in order, in the longer
+MIN_CONTAINED_SHARE = 0.6  # the shorter is at least this share of the longer
+CONTAINED_THRESHOLD = 0.74  # = 2 * 0.6 / 1.6 at 0.95 containment, roughly
 KGRAM_ONLY = 0.55  # Jaccard that suffices alone for sequences too long to align
 MAX_ALIGN_TOKENS = 5000  # longer sequences: k-grams alone (one statement is a small part)
 ALIGN_AT_MOST = 20  # candidates aligned per query, best Jaccard first
@@ -136,13 +141,24 @@ class _Aligner:
                 return 0.0
             return 0.8 + 0.2 * (kgram_jaccard - KGRAM_ONLY) / (1 - KGRAM_ONLY)
         if self._indel is not None:
-            return float(self._indel.normalized_similarity(
-                self.query, roles, score_cutoff=TYPE3_THRESHOLD))
-        m = self._matcher
-        m.set_seq1(roles)
-        if m.real_quick_ratio() < TYPE3_THRESHOLD or m.quick_ratio() < TYPE3_THRESHOLD:
-            return 0.0
-        return m.ratio()
+            ratio = float(self._indel.normalized_similarity(
+                self.query, roles, score_cutoff=CONTAINED_THRESHOLD))
+        else:
+            m = self._matcher
+            m.set_seq1(roles)
+            if (m.real_quick_ratio() < CONTAINED_THRESHOLD
+                    or m.quick_ratio() < CONTAINED_THRESHOLD):
+                return 0.0
+            ratio = m.ratio()
+        if ratio >= TYPE3_THRESHOLD or not ratio:
+            return ratio
+        # below the threshold: still a near miss when one sequence is (almost) all inside
+        # the other, i.e. a statement was added or removed, not code rewritten
+        short, long_ = sorted((len(roles), len(self.query)))
+        common = ratio * (short + long_) / 2  # the longest common subsequence
+        if short >= MIN_CONTAINED_SHARE * long_ and common >= CONTAINED * short:
+            return ratio
+        return 0.0
 
 
 def _set_jaccard(a: frozenset[str], b: frozenset[str]) -> float:
@@ -225,6 +241,16 @@ def iter_python_files(root: Path) -> Iterator[str]:
             rel = (base / name).as_posix()
             if name.endswith(".py") and not tree_filter._spec.match_file(rel):
                 yield rel
+
+
+def _drop_inner_of_paired_outer(matches: list[DuplicateMatch]) -> list[DuplicateMatch]:
+    """A nested function whose outer function matched the twin's outer function says
+    nothing new: the copy of the outer function is the finding."""
+    outer = {(m.new_symbol, m.twin_path, m.twin_symbol) for m in matches}
+    return [
+        m for m in matches
+        if (parent_symbol(m.new_symbol), m.twin_path, parent_symbol(m.twin_symbol)) not in outer
+    ]
 
 
 class DuplicateIndex:
@@ -402,7 +428,7 @@ class DuplicateIndex:
             if _set_jaccard(unit.anchors, entries[uid].unit.anchors) < ANCHOR_FLOOR:  # type: ignore[union-attr]
                 continue
             ratio = aligner.ratio(entries[uid].unit.roles, sim)  # type: ignore[union-attr]
-            if ratio >= TYPE3_THRESHOLD:
+            if ratio:
                 found[uid] = (min(ratio, 0.99), 3)  # not an exact or renamed copy: below 1
         return self._rank(unit, found, skip, limit)
 
@@ -483,7 +509,7 @@ class DuplicateIndex:
                             clone_type=ctype,
                         )
                     )
-        return results
+        return _drop_inner_of_paired_outer(results)
 
     def pairs(self) -> list[ClonePair]:
         """Each function paired with its best twin, once per pair, sorted by path and line.
@@ -521,6 +547,14 @@ class DuplicateIndex:
                               key=lambda r: (r.path, r.line, r.symbol))
                 if a != b and ((a, b) not in out or (ctype, -sim) < (out[a, b][1], -out[a, b][0])):
                     out[a, b] = (sim, ctype)
-        pairs = [ClonePair(a, b, sim, ctype) for (a, b), (sim, ctype) in out.items()]
+        paired = {frozenset({(a.path, a.symbol), (b.path, b.symbol)}) for a, b in out}
+
+        def inner_of_paired_outer(a: FunctionRef, b: FunctionRef) -> bool:
+            pa, pb = parent_symbol(a.symbol), parent_symbol(b.symbol)
+            return (pa is not None and pb is not None
+                    and frozenset({(a.path, pa), (b.path, pb)}) in paired)
+
+        pairs = [ClonePair(a, b, sim, ctype) for (a, b), (sim, ctype) in out.items()
+                 if not inner_of_paired_outer(a, b)]
         pairs.sort(key=lambda p: (p.a.path, p.a.line, p.a.symbol, p.b.path, p.b.line))
         return pairs

@@ -294,22 +294,38 @@ def fingerprint(node: ast.FunctionDef | ast.AsyncFunctionDef, symbol: str) -> Fu
     )
 
 
-def iter_functions(tree: ast.AST) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+def iter_functions(
+    tree: ast.AST, *, nested: bool = False
+) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
     """Module-level functions and methods (also of nested classes), with qualified names.
 
-    Functions nested inside functions are part of their outer function's body, not
-    separate units: a copied outer function would otherwise report each inner one too.
+    A function nested inside a function stays part of its outer function's body; with
+    `nested` it is also yielded itself, as ``outer.<locals>.inner`` (Python's qualname),
+    so a helper copied out of a closure is found too. Callers drop the inner pair when
+    the outer functions are paired (a copied outer function would otherwise report each
+    inner one too).
     """
-    stack: list[tuple[str, ast.AST]] = [("", tree)]
+    stack: list[tuple[str, ast.AST, bool]] = [("", tree, False)]
     while stack:
-        prefix, parent = stack.pop()
+        prefix, parent, in_function = stack.pop()
         for child in ast.iter_child_nodes(parent):
             if isinstance(child, _FUNCS):
                 yield prefix + child.name, child
+                if nested:
+                    stack.append((prefix + child.name + ".<locals>.", child, True))
             elif isinstance(child, ast.ClassDef):
-                stack.append((prefix + child.name + ".", child))
+                if not in_function:
+                    stack.append((prefix + child.name + ".", child, False))
             elif isinstance(child, (ast.If, ast.Try, ast.With)) and parent is tree:
-                stack.append((prefix, child))  # `if TYPE_CHECKING:` / try-import blocks
+                stack.append((prefix, child, False))  # `if TYPE_CHECKING:` / try-imports
+            elif in_function and isinstance(child, ast.stmt):
+                stack.append((prefix, child, True))  # defs inside if/for/with/try blocks
+
+
+def parent_symbol(symbol: str) -> str | None:
+    """The enclosing function's symbol of a nested function (None for the others)."""
+    head, sep, _tail = symbol.rpartition(".<locals>.")
+    return head if sep else None
 
 
 def parse_tolerant(source: str, notes: list[str] | None = None) -> ast.Module | None:
@@ -380,7 +396,7 @@ def units_from_source(source: str, notes: list[str] | None = None) -> list[Funct
     if tree is None:
         return []
     units = []
-    for symbol, node in iter_functions(tree):
+    for symbol, node in iter_functions(tree, nested=True):
         try:
             units.append(fingerprint(node, symbol))
         except RecursionError:

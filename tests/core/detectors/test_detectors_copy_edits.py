@@ -148,3 +148,31 @@ async def co(a):
     (tmp_path / "misc.py").unlink()  # a file that vanished before its event
     idx.update_file("misc.py")
     assert "misc.py" not in idx.notes
+
+
+CLOSURE = '''
+def make_parser(sep):
+    def parse(text):
+        parts = text.strip().split(sep)
+        if len(parts) != 3:
+            raise ValueError(f"bad date: {text!r}")
+        return tuple(int(p) for p in parts)
+    return parse
+'''
+
+
+def test_helper_copied_out_of_a_closure_is_found_but_a_copied_closure_pairs_once(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "closure.py").write_text(CLOSURE)
+    idx = DuplicateIndex(tmp_path)
+    idx.build()
+    helper = "\n".join(line[4:] for line in CLOSURE.splitlines()[2:7])
+    matches = idx.check_source(helper)
+    assert [(m.twin_symbol, m.clone_type) for m in matches] == [
+        ("make_parser.<locals>.parse", 1)]
+    whole = idx.check_source(CLOSURE)  # the outer copy is the finding, not its inner one
+    assert [(m.new_symbol, m.twin_symbol) for m in whole] == [("make_parser", "make_parser")]
+    (tmp_path / "copy.py").write_text(CLOSURE)
+    idx.build()
+    assert [(p.a.symbol, p.b.symbol) for p in idx.pairs()] == [("make_parser", "make_parser")]
