@@ -2,6 +2,7 @@
 
 Exit codes: 0 every edit applied (or would, with --check), 1 some were refused (each
 listed with its reason), 2 unusable input (unreadable, or no edit blocks at all).
+With --json, stdout holds exactly one JSON document in every case, errors included.
 """
 
 from __future__ import annotations
@@ -26,16 +27,47 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+MAX_ANSWER_BYTES = 64_000_000  # far beyond any model answer; stops a runaway pipe
+
+
 def _read_input(name: str) -> str:
+    """The answer as text: UTF-8 (a BOM is dropped) or UTF-16 with a BOM (what a
+    PowerShell redirect writes); anything else is refused rather than guessed."""
     try:
         if name == "-":
-            return sys.stdin.read()
-        return Path(name).read_text("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CliError(f"cannot read {name}: {exc}") from None
+            stream = getattr(sys.stdin, "buffer", None)
+            data = stream.read(MAX_ANSWER_BYTES + 1) if stream is not None else \
+                sys.stdin.read().encode("utf-8", "surrogateescape")
+        else:
+            with open(name, "rb") as fh:
+                data = fh.read(MAX_ANSWER_BYTES + 1)
+    except OSError as exc:
+        raise CliError(f"cannot read {name}: {exc.strerror or exc}") from None
+    if len(data) > MAX_ANSWER_BYTES:
+        raise CliError(f"cannot read {name}: over {MAX_ANSWER_BYTES:,} bytes; not an answer")
+    encoding = "utf-16" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else "utf-8-sig"
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise CliError(f"cannot read {name}: not {encoding.upper()[:6]} text "
+                       f"(byte {exc.start})") from None
 
 
 def run(args: argparse.Namespace) -> int:
+    """Apply (or check) the answer; with --json even errors come as one JSON document."""
+    try:
+        return _run(args)
+    except CliError as exc:
+        if not args.json:
+            raise
+        print(f"spark: error: {exc}", file=sys.stderr)
+        print_json({"check": args.check, "ok": False, "error": str(exc), "edits": 0,
+                    "files": [], "written": [], "refused": [], "change_id": None,
+                    "commit": None})
+        return CliError.exit_code
+
+
+def _run(args: argparse.Namespace) -> int:
     from core.edits.parser import StreamingParser
     from core.edits.proposal import apply_proposal, build_proposal
     from core.workspace.files import Workspace, WorkspaceError
@@ -48,9 +80,9 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"nothing to apply: {why}")
     try:
         ws = Workspace(Path(args.root))
-    except WorkspaceError as exc:
+        proposal = build_proposal(ws, edits)
+    except (WorkspaceError, OSError) as exc:
         raise CliError(str(exc)) from None
-    proposal = build_proposal(ws, edits)
     refused = [{"path": e.path or "?", "message": e.message} for e in parser.errors]
     refused += [{"path": e.path, "message": e.message} for e in proposal.errors]
     files = [{"path": f.path, "is_new": f.is_new, "hunks": len(f.hunks),
@@ -61,8 +93,11 @@ def run(args: argparse.Namespace) -> int:
     if not args.check and proposal.files:
         message = args.message or ("spark apply: " + ", ".join(f.path for f in
                                                                  proposal.files))[:200]
-        res = apply_proposal(ws, proposal, {h.id for h in proposal.hunks},
-                             message=message, commit=not args.no_commit)
+        try:
+            res = apply_proposal(ws, proposal, {h.id for h in proposal.hunks},
+                                 message=message, commit=not args.no_commit)
+        except (WorkspaceError, OSError) as exc:  # e.g. an unreadable journal
+            raise CliError(f"nothing applied: {exc}") from None
         doc["written"] = res.written
         doc["change_id"] = res.change_id
         doc["commit"] = res.commit
