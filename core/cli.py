@@ -37,6 +37,12 @@ def run_serve(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         raise CliError(f"--port must be 0..65535, got {args.port}")
     config = load_config(config_file=args.config, project_root=args.project)
+    if args.record is not None:
+        try:  # say so now, not at the first answer
+            args.record.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise CliError(f"--record {args.record}: cannot use it as a folder: "
+                           f"{exc.strerror or exc}") from None
     token = None
     if not is_loopback(args.host):
         try:

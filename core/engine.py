@@ -394,9 +394,14 @@ class StreamJob:
                            usage.get("prompt_tokens") or count_message_tokens(messages),
                            completion, ttft_ms, tps, source, predicted, stream.measured)
         if self.engine.recorder is not None:
-            self.engine.recorder.record(messages, result.text,
-                                        {"prompt_tokens": result.prompt_tokens,
-                                         "completion_tokens": completion}, stream.source)
+            try:
+                self.engine.recorder.record(messages, result.text,
+                                            {"prompt_tokens": result.prompt_tokens,
+                                             "completion_tokens": completion}, stream.source)
+            except OSError as exc:  # a full disk must not cost the user the answer itself
+                log.warning("could not record the answer to %s: %s",
+                            self.engine.record_dir, exc)
+                result.source = {**result.source, "recorded": False}
         return result
 
 

@@ -157,3 +157,13 @@ def test_broken_pipe_is_quiet(tmp_path):
         err = r.stderr.decode()
         assert r.returncode == 0, err
         assert "Traceback" not in err and "BrokenPipe" not in err, err
+
+
+def test_serve_record_into_a_file_is_refused(tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    r = subprocess.run([sys.executable, "-m", "tui.cli", "core", "serve", "--port", "0",
+                        "--config", str(write_config(tmp_path)), "--record", str(afile)],
+                       env=env, capture_output=True, text=True, timeout=30, check=False)
+    assert r.returncode == 2 and "--record" in r.stderr and "Traceback" not in r.stderr

@@ -332,3 +332,14 @@ async def test_sse_dialects_comments_crlf_and_no_final_blank_line():
     assert stream.finish_reason == "length"
     assert stream.usage == {"prompt_tokens": 3, "completion_tokens": 2}
     await backend.aclose()
+
+
+async def test_a_recording_failure_does_not_lose_the_answer(tmp_path, fake):
+    fake.script.append(Reply.text("kept answer"))
+    blocker = tmp_path / "rec"
+    async with running_core(tmp_path, env={"FAKE_KEY": "x"}, extra=_extra(fake),
+                            record_dir=blocker) as (url, _):
+        blocker.write_text("a file where the folder should be")  # mkdir will fail
+        s = await _collect(url)
+    assert s.text == "kept answer" and s.done.reason == "stop"
+    assert s.done.source["recorded"] is False
