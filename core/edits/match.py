@@ -26,6 +26,9 @@ class Match:
     indent_from: str = ""  # leading whitespace of the search text's first line ...
     indent_to: str = ""  # ... and of the file line it matched (for re-indenting)
     score: float = 1.0
+    # (search indent, file indent) of lines that matched with the same text, so a
+    # replacement written with 4 spaces lands in a tab-indented file as tabs
+    indent_map: tuple[tuple[str, str], ...] = ()
 
 
 class MatchError(Exception):
@@ -108,14 +111,21 @@ def find(lines: list[str], search: list[str], *, path: str = "?",
     if best is not None and best[0] >= threshold:
         score, start, length = best
         m = _make(lines, target, start, length, "fuzzy")
-        return Match(m.start, m.end, "fuzzy", m.indent_from, m.indent_to, score)
+        return Match(m.start, m.end, "fuzzy", m.indent_from, m.indent_to, score,
+                     m.indent_map)
     raise MatchError(_not_found(path, lines, search, best))
 
 
 def _make(lines: list[str], search: list[str], start: int, length: int, how: str) -> Match:
     s_first = next((s for s in search if s.strip()), "")
     f_first = next((s for s in lines[start:start + length] if s.strip()), "")
-    return Match(start, start + length, how, _indent(s_first), _indent(f_first))
+    pairs: dict[str, str] = {}
+    if how != "exact":
+        for s, f in zip(search, lines[start:start + length]):
+            if s.strip() and " ".join(s.split()) == " ".join(f.split()):
+                pairs.setdefault(_indent(s), _indent(f))
+    return Match(start, start + length, how, _indent(s_first), _indent(f_first),
+                 indent_map=tuple(pairs.items()))
 
 
 MAX_CANDIDATES = 24  # windows scored in full by the fuzzy tier
@@ -253,15 +263,37 @@ def _not_found(path: str, lines: list[str], search: list[str], best) -> str:
 
 
 def reindent(replace: list[str], m: Match) -> list[str]:
-    """Shift the replacement's indentation the way the match shifted the search's."""
-    if m.how not in ("indent", "fuzzy") or m.indent_from == m.indent_to:
+    """Shift the replacement's indentation the way the match shifted the search's.
+
+    An indent seen in the SEARCH text maps to the file's indent for that line; a deeper
+    one keeps its extra depth, converted to tabs when the file indents with tabs and
+    the answer with spaces."""
+    mapping = dict(m.indent_map) or {m.indent_from: m.indent_to}
+    if m.how not in ("indent", "fuzzy") or all(k == v for k, v in mapping.items()):
         return replace
+    unit = _indent_unit(list(mapping))
     out = []
     for s in replace:
+        ind = _indent(s)
         if not s.strip():
             out.append(s)
-        elif s.startswith(m.indent_from):
-            out.append(m.indent_to + s[len(m.indent_from):])
+        elif ind in mapping:
+            out.append(mapping[ind] + s[len(ind):])
         else:
-            out.append(s)
+            base = max((k for k in mapping if ind.startswith(k)), key=len, default=None)
+            if base is None:
+                out.append(s)
+                continue
+            extra = ind[len(base):]
+            to = mapping[base]
+            if "\t" in to and "\t" not in extra and unit:
+                extra = "\t" * (len(extra) // unit) + " " * (len(extra) % unit)
+            out.append(to + extra + s[len(ind):])
     return out
+
+
+def _indent_unit(indents: list[str]) -> int:
+    """Spaces per level in the answer's indentation (4 when it cannot tell)."""
+    widths = sorted({len(i) for i in indents if i and "\t" not in i})
+    steps = [b - a for a, b in zip([0] + widths, widths) if b > a]
+    return min(steps) if steps else 4

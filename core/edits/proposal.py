@@ -126,6 +126,7 @@ class FileEditor:
     def __init__(self, path: str, old_text: str) -> None:
         self.path = path
         self.lines: list[str] = old_text.splitlines()
+        self.original: list[str] = list(self.lines)
         self.origin: list[int | None] = list(range(len(self.lines)))
         self.final_newline = old_text.endswith("\n") if old_text else True
 
@@ -151,16 +152,35 @@ class FileEditor:
         try:
             m = find(self.lines, search, path=self.path)
         except MatchError as exc:
-            if replace and _contains(self.lines, replace):
+            substantial = sum(1 for r in replace if r.strip()) >= 2
+            if replace and (substantial or self._overlapped(search)) \
+                    and _contains(self.lines, replace):
                 raise MatchError(f"{self.path}: SEARCH text not found, and its REPLACE "
                                  f"text is already in the file: the edit looks applied "
                                  f"already (or repeated in the answer); skipped") from None
+            clash = self._overlapped(search)
+            if clash:
+                raise MatchError(f"{self.path}: the SEARCH text was at lines {clash} of "
+                                 f"the file, which an earlier edit of this answer already "
+                                 f"changed; the two edits overlap, this one is not "
+                                 f"applied") from None
             raise exc from None
         if m.how == "fuzzy" and any(o is None for o in self.origin[m.start:m.end]):
             raise MatchError(f"{self.path}: SEARCH text not found exactly; the closest "
                              f"lines ({m.start + 1}-{m.end}) overlap what an earlier "
                              f"edit of this answer wrote, so it is not applied there")
         self._splice(m.start, m.end, reindent(replace, m))
+
+    def _overlapped(self, search: list[str]) -> str | None:
+        """'a-b' when search was in the original file where an earlier edit wrote."""
+        n = len(search)
+        kept = {o for o in self.origin if o is not None}
+        for i in range(len(self.original) - n + 1):
+            if self.original[i] != search[0] or self.original[i:i + n] != search:
+                continue
+            if not all(j in kept for j in range(i, i + n)):
+                return f"{i + 1}-{i + n}"
+        return None
 
     def _insert_without_search(self, edit: Edit, replace: list[str]) -> None:
         """An empty SEARCH creates a file or fills an empty one (never appends to a

@@ -79,9 +79,8 @@ def _apply_change(ws: Workspace, records: list[FileRecord], *, message: str,
     try:
         entry = journal.begin(message, fresh, undoes=undoes, hunks=hunks)
     except OSError as exc:
-        result.refused.extend((rec.path, f"{rec.path}: the journal could not be written "
-                                         f"({exc.strerror or exc}); nothing written")
-                              for rec in fresh)
+        why = f"the journal could not be written ({exc.strerror or exc}); nothing written"
+        result.refused.extend((rec.path, f"{rec.path}: {why}") for rec in fresh)
         return result
     result.change_id = entry.id
     done: list[FileRecord] = []
