@@ -30,7 +30,6 @@ Run alone: ``python bench/dups_eval_edits.py [N_PER_TYPE]``.
 from __future__ import annotations
 
 import ast
-import copy
 import random
 import shutil
 import sys
@@ -162,10 +161,10 @@ def _not_code(func: ast.AST) -> set[int]:
                 out.add(id(node.body[0].value))  # type: ignore[attr-defined]
             if not isinstance(node, ast.ClassDef) and node.returns is not None:
                 out.update(id(n) for n in ast.walk(node.returns))
-        elif isinstance(node, ast.arg) and node.annotation is not None:
-            out.update(id(n) for n in ast.walk(node.annotation))
-        elif isinstance(node, ast.AnnAssign):
-            out.update(id(n) for n in ast.walk(node.annotation))
+        elif isinstance(node, ast.AnnAssign) or (
+            isinstance(node, ast.arg) and node.annotation is not None
+        ):
+            out.update(id(n) for n in ast.walk(node.annotation))  # type: ignore[arg-type]
     return out
 
 
