@@ -130,6 +130,9 @@ class StreamJob:
         self._started = False
         self._steer_count = 0
         self.tokens_sent = 0  # across legs; for monitoring and tests
+        # characters of conversation this stream holds (messages, answer so far, pending
+        # steer): steers add to it, so the server caps it to keep memory bounded
+        self.conversation_chars = sum(len(m["content"]) for m in gen.messages)
 
     def start(self) -> asyncio.Task:
         self.task = asyncio.get_running_loop().create_task(self.run(), name=self.gen.id)
@@ -155,7 +158,12 @@ class StreamJob:
         if not self._steers.empty():
             return False
         self._steers.put_nowait(text)
+        self.conversation_chars += len(text)
         return True
+
+    def answer_chars(self) -> int:
+        """Characters of the current leg's answer so far."""
+        return sum(map(len, self._partial))
 
     async def run(self) -> None:
         self._started = True
@@ -190,6 +198,7 @@ class StreamJob:
                 total_completion += count_tokens(partial)
                 messages = messages + [{"role": "assistant", "content": partial},
                                        {"role": "user", "content": text}]
+                self.conversation_chars += len(partial)
                 if max_tokens is not None:
                     max_tokens = max(1, max_tokens - count_tokens(partial))
                 self._steer_count += 1

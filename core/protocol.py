@@ -38,6 +38,7 @@ MAX_ID_CHARS = 128
 MAX_TOKENS_LIMIT = 1 << 20  # max_tokens above this is a client bug, not a long answer
 MAX_PING_DATA_BYTES = 4096  # pong echoes data back: keep what a ping flood can pin small
 MAX_ECHO_CHARS = 64         # client text quoted in error messages is cut to this
+MAX_CONVERSATION_CHARS = 2 * MAX_FRAME_BYTES  # one stream's messages after its steers
 ROLES = ("system", "user", "assistant", "tool")
 DONE_REASONS = ("stop", "length", "cancelled")
 

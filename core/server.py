@@ -130,6 +130,12 @@ class Connection:
             if job is None:
                 raise P.ProtocolError(P.E_UNKNOWN_ID, f"no running stream '{frame.id}'",
                                       frame.id)
+            held = job.conversation_chars + job.answer_chars() + len(frame.text)
+            if held > P.MAX_CONVERSATION_CHARS:
+                raise P.ProtocolError(P.E_INVALID_FIELD,
+                                      f"steering '{frame.id}' would make its conversation "
+                                      f"over {P.MAX_CONVERSATION_CHARS} characters; start a "
+                                      "new stream with a shorter conversation", frame.id)
             if not job.steer(frame.text):
                 raise P.ProtocolError(P.E_STEER_PENDING,
                                       f"stream '{frame.id}' is already being steered; wait "

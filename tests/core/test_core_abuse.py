@@ -244,3 +244,29 @@ async def test_client_vanishing_while_core_waits_on_it_frees_everything(tmp_path
                 c = next(iter(server.connections), None)
                 raise AssertionError(f"still held after 10 s: {server.engine.active} "
                                      f"{c and (c.out.qsize(), len(c.jobs), c.ws.state)}")
+
+
+async def test_steers_cannot_grow_a_conversation_without_bound(tmp_path):
+    async with running_core(tmp_path, tokens_per_s=200) as (url, server):
+        ws = await _raw(url)
+        await ws.send(_gen("s"))
+        big = "y" * 900_000
+        codes = []
+        async with asyncio.timeout(20):
+            for _ in range(4):
+                await ws.send(json.dumps({"type": "steer", "id": "s", "text": big}))
+                while True:  # wait until this steer is applied or refused
+                    frame = json.loads(await ws.recv())
+                    if frame["type"] == "error":
+                        codes.append(frame["code"])
+                        assert frame["stream_continues"] is True
+                        assert "conversation" in frame["message"]
+                        break
+                    if frame["type"] == "info" and frame["event"] == "steered":
+                        codes.append("steered")
+                        break
+        assert codes[:2] == ["steered", "steered"] and codes[2:] == ["invalid_field"] * 2
+        job = next(iter(server.connections)).jobs["s"]
+        assert job.conversation_chars <= 2 * 1024 * 1024
+        await ws.send(json.dumps({"type": "cancel", "id": "s"}))
+        await ws.close()
