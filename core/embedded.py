@@ -10,9 +10,14 @@ import asyncio
 import threading
 from pathlib import Path
 
+from core.cli_support import CliError
 from core.engine import Engine
 from core.profiles import load_config
 from core.server import CoreServer
+
+
+class EmbeddedStartError(CliError, RuntimeError):
+    """The in-process core could not bind or start: one line for the user, exit 2."""
 
 
 class EmbeddedCore:
@@ -65,7 +70,8 @@ class EmbeddedCore:
         ready.wait()
         if failure:
             self._thread.join()
-            raise RuntimeError(f"the embedded core could not start: {failure[0]}") from failure[0]
+            raise EmbeddedStartError(f"the embedded core could not start: {failure[0]}") \
+                from failure[0]
         assert self.url is not None
         return self.url
 

@@ -341,7 +341,7 @@ class StreamJob:
                         await queue.put(piece)
             except asyncio.CancelledError:
                 raise  # the consumer is leaving: nobody reads the queue any more
-            except Exception as exc:  # handed to the consumer below
+            except Exception as exc:  # noqa: BLE001 - handed to the consumer below
                 failure.append(exc)
             # not in a `finally`: a cancelled pump must not wait on a full queue that
             # nobody reads any more (that hung cancel/steer teardown under load)
