@@ -76,3 +76,43 @@ def test_unusable_input_exits_2(tmp_path, capsys, monkeypatch):
     assert "no edit blocks found" in capsys.readouterr().err
     assert main(["apply", str(tmp_path / "missing.md"), "--root", str(root)]) == 2
     assert main(["apply", "--root", str(tmp_path / "nope"), str(root / "app.py")]) == 2
+
+
+def _stdin(monkeypatch, data: bytes) -> None:
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
+
+
+def test_json_is_one_document_even_on_errors(tmp_path, capsys, monkeypatch):
+    root = _setup(tmp_path)
+    cases = [(["apply", "--json", "--root", str(root)], b"Just prose.\n"),
+             (["apply", "--json", str(tmp_path / "missing.md"), "--root", str(root)], b""),
+             (["apply", "--json", "--root", str(tmp_path / "nope")], GOOD.encode()),
+             (["apply", "--json", "--root", str(root)], b"\xff\xfe\xfa bad bytes \x80\n")]
+    for argv, data in cases:
+        _stdin(monkeypatch, data)
+        assert main(argv) == 2
+        out = capsys.readouterr()
+        doc = json.loads(out.out)  # exactly one document, nothing else on stdout
+        assert doc["ok"] is False and doc["error"] and doc["written"] == []
+        assert "spark: error:" in out.err
+    assert (root / "app.py").read_text() == "X = 1\nY = 2\n"
+
+
+def test_stdin_bytes_utf8_bom_crlf_and_utf16(tmp_path, capsys, monkeypatch):
+    root = _setup(tmp_path)
+    _stdin(monkeypatch, b"\xef\xbb\xbf" + GOOD.replace("\n", "\r\n").encode())
+    assert main(["apply", "--no-commit", "--root", str(root)]) == 0
+    assert (root / "app.py").read_text() == "X = 2\nY = 2\n"
+    _stdin(monkeypatch, GOOD.replace("X = 1", "Y = 2").replace("X = 2", "Y = 3")
+           .encode("utf-16"))
+    assert main(["apply", "--no-commit", "--root", str(root)]) == 0
+    assert (root / "app.py").read_text() == "X = 2\nY = 3\n"
+
+
+def test_a_huge_answer_is_handled(tmp_path, capsys, monkeypatch):
+    root = _setup(tmp_path)
+    noise = ("Some long prose line that is not an edit. " * 50 + "\n") * 4000  # ~8.6 MB
+    _stdin(monkeypatch, (noise + GOOD + "x" * 1_000_000 + "\n").encode())
+    assert main(["apply", "--json", "--no-commit", "--root", str(root)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["ok"] and doc["written"] == ["app.py"]
