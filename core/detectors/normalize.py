@@ -5,7 +5,7 @@ Three views of each function, one per clone type:
 * ``exact_key``   – hash of the AST with docstrings dropped (comments and layout are
   already gone in an AST): equal keys mean a type-1 (exact) clone.
 * ``renamed_key`` – hash of the role sequence: every identifier replaced by its role
-  (parameter, local, free) and every literal by its type: equal keys mean a type-2
+  (bound: a parameter or local; or free) and every literal by its type: equal keys mean a type-2
   (renamed identifiers / changed literals) clone.
 * ``features``    – hashed k-grams of the *role* token sequence (node kinds only, no
   names, no literal values): their Jaccard similarity scores type-3 near-misses, and
@@ -51,7 +51,7 @@ def _vocabulary() -> dict[str, int]:
 _VOCAB = _vocabulary()
 _OTHER = _VOCAB["C:other"]
 _END = _VOCAB["/"]
-_PARAM, _LOCAL, _FREE = _VOCAB["Name:param"], _VOCAB["Name:local"], _VOCAB["Name:free"]
+_PARAM, _FREE = _VOCAB["Name:param"], _VOCAB["Name:free"]  # locals take _PARAM too (see finish)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,10 +116,11 @@ class _Walker:
     def finish(self) -> None:
         local = self.local - self.params
         for pos, name in self.pending:
-            if name in self.params:
+            if name in self.params or name in local:
+                # Parameters and locals share one role: a copy often trades one for the
+                # other (`value = value.strip()` for `cleaned = text.strip()`), and telling
+                # them apart bought no precision on either evaluation set.
                 self.roles[pos] = _PARAM
-            elif name in local:
-                self.roles[pos] = _LOCAL
             else:
                 self.roles[pos] = _FREE
                 self.anchors.add(name)

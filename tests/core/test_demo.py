@@ -57,3 +57,21 @@ def test_every_demo_answer_applies_cleanly(tmp_path, recording):
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=root,
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, recording["id"] + "\n" + run.stdout + run.stderr
+
+
+def test_the_demo_iso_answer_is_caught_as_a_copy_of_to_date(tmp_path):
+    """The demo's showcase for the duplicate detector: Spark writes `parse_date` in the
+    loader, a near-copy of `invoicer/dates.py:to_date` (renamed, one statement added)."""
+    from core.session import AnswerRun, Workstation
+
+    root = write_demo(tmp_path / "demo", git=False)
+    station = Workstation(root)
+    station.build_indexes()
+    answer = next(r["answer"] for r in _recordings() if r["id"] == "iso-timestamps")
+    run = AnswerRun(station.workspace, "accept ISO timestamps", "spark")
+    run.feed(answer, 1)
+    run.finish("stop")
+    run.rebuild_proposal()
+    review = station.review(run)
+    dups = [f.message for f in review.findings if f.kind == "duplicate"]
+    assert any("parse_date" in m and "invoicer/dates.py" in m and "to_date" in m for m in dups), dups
