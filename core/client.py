@@ -173,9 +173,9 @@ class CoreClient:
                                       f"(HTTP {status}{': ' + body[:200] if body else ''})") \
                 from None
         except TimeoutError:
-            raise CoreConnectionError(f"{self.url} accepted the connection but did not "
-                                      f"complete the websocket handshake within {timeout:g} s "
-                                      "(is it a sparkstation core?)") from None
+            raise CoreConnectionError(f"{self.url} did not complete the websocket handshake "
+                                      f"within {timeout:g} s (nothing answered, or what "
+                                      "answered is not a sparkstation core)") from None
         except (OSError, WebSocketException, ValueError) as exc:  # ValueError: a bad URL
             raise CoreConnectionError(f"no sparkstation core answers at {self.url}: "
                                       f"{exc or type(exc).__name__}") from None
@@ -247,6 +247,9 @@ class CoreClient:
             if frame.get("stream_continues"):  # about a frame we sent, not the stream
                 log.warning("core error for running stream %s: %s: %s", sid,
                             frame.get("code"), frame.get("message"))
+                # the stream goes on; tell its reader (e.g. a steer it was refused)
+                stream._feed(Info("rejected", {"code": str(frame.get("code")),
+                                               "message": str(frame.get("message"))}))
                 return
             self._streams.pop(sid, None)
             extra = {k: v for k, v in frame.items()

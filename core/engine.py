@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 Emit = Callable[[dict], Awaitable[None]]
 NOMINAL_PROMPT_TOKENS = 1000  # prompt size behind welcome.profiles[].predicted
 PACING_UNAVAILABLE = "pacing_unavailable"
+MAX_PENDING_STEERS = 8  # steers waiting for their leg to start, per stream
 
 
 @dataclass(frozen=True)
@@ -153,9 +154,9 @@ class StreamJob:
             self.task.cancel()
 
     def steer(self, text: str) -> bool:
-        """Queue a redirect; False when one is already waiting (a steer flood must not
-        queue megabytes of text or restart the leg in a loop)."""
-        if not self._steers.empty():
+        """Queue a redirect; False when `MAX_PENDING_STEERS` are already waiting (a few
+        for type-ahead, but a steer flood must not queue megabytes of text)."""
+        if self._steers.qsize() >= MAX_PENDING_STEERS:
             return False
         self._steers.put_nowait(text)
         self.conversation_chars += len(text)

@@ -21,7 +21,7 @@ from websockets.http11 import Request, Response
 from core import protocol as P
 from core.auth import check_bearer, is_loopback, remember_secret
 from core.cli_support import CliError
-from core.engine import Engine, StreamJob
+from core.engine import MAX_PENDING_STEERS, Engine, StreamJob
 
 log = logging.getLogger(__name__)
 TRANSPORT_MAX_BYTES = 8 * 1024 * 1024  # above this websockets closes (1009); below, we answer
@@ -138,8 +138,9 @@ class Connection:
                                       "new stream with a shorter conversation", frame.id)
             if not job.steer(frame.text):
                 raise P.ProtocolError(P.E_STEER_PENDING,
-                                      f"stream '{frame.id}' is already being steered; wait "
-                                      "for its 'steered' info before steering again", frame.id)
+                                      f"stream '{frame.id}' already has {MAX_PENDING_STEERS} "
+                                      "steers waiting; wait for a 'steered' info before "
+                                      "steering again", frame.id)
 
     async def _generate(self, frame: P.Generate) -> None:
         if frame.id in self.jobs:

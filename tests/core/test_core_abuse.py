@@ -270,3 +270,23 @@ async def test_steers_cannot_grow_a_conversation_without_bound(tmp_path):
         assert job.conversation_chars <= 2 * 1024 * 1024
         await ws.send(json.dumps({"type": "cancel", "id": "s"}))
         await ws.close()
+
+
+async def test_client_surfaces_a_refused_steer_without_ending_the_stream(tmp_path):
+    from core.client import Info
+
+    async with running_core(tmp_path, tokens_per_s=300) as (url, _):
+        client = await CoreClient.connect(url)
+        s = await client.generate("fast", USER)
+        for i in range(20):  # type-ahead gone wild: 8 may wait, the rest are refused
+            await s.steer(f"redirect {i}")
+        rejected, steered = [], 0
+        async with asyncio.timeout(20):
+            async for ev in s:
+                if isinstance(ev, Info) and ev.event == "rejected":
+                    rejected.append(ev.data["code"])
+                elif isinstance(ev, Info) and ev.event == "steered":
+                    steered += 1
+        assert s.done.reason == "stop" and rejected and set(rejected) == {"steer_pending"}
+        assert steered + len(rejected) == 20 and steered >= 8
+        await client.close()
