@@ -21,10 +21,12 @@ def _add_app_options(parser: argparse.ArgumentParser) -> None:
 
 
 def app_parser() -> argparse.ArgumentParser:
+    from tui.cli import SUBCOMMANDS
+
     parser = argparse.ArgumentParser(
         prog="spark",
         description="sparkstation: a terminal workstation for very fast coding models. "
-        "Subcommands: demo, race, vary, batch, core, hw, dups, slop, apply, undo, context, report.",
+        f"Subcommands: {', '.join(SUBCOMMANDS)} (spark SUBCOMMAND --help).",
     )
     parser.add_argument("path", nargs="?", default=".", type=Path, help="project folder (default: .)")
     _add_app_options(parser)
