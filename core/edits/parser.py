@@ -100,6 +100,19 @@ def clean_path(line: str) -> str | None:
     return None
 
 
+_BARE_TOKEN = re.compile(r"^[A-Za-z0-9_][\w.-]*$")
+
+
+def bare_token(line: str) -> str | None:
+    """A lone word on a path line's spot that is not a recognisable path ("pkg",
+    "utils"): the block after it is refused rather than given the previous path."""
+    s = line.strip().lstrip("#").strip().strip(_DECORATION).strip().rstrip(":").strip()
+    s = s.strip(_DECORATION)
+    if not s or not _BARE_TOKEN.match(s) or s.lower() in _NOT_PATHS or clean_path(s):
+        return None
+    return s
+
+
 _TICKED = re.compile(r"`([^`\s]+)`")
 
 
@@ -149,7 +162,9 @@ class _Fence:
     body: list[str] = field(default_factory=list)
     had_block: bool = False
     stray_marker: int = 0  # line of a ======= / >>>>>>> REPLACE with no SEARCH
+    inner_open: int = 0  # line of a fence with an info string inside this fence
     mentioned: str | None = None  # a file named in backticks on the line before
+    bare: str | None = None  # an unrecognisable lone word on the line before
     # unified-diff state
     old_path: str | None = None
     new_path: str | None = None
@@ -207,12 +222,8 @@ class StreamingParser:
                                  f"{b.start_line}) ended without its {where} line; the "
                                  f"answer was probably cut off")
             self._block = None
-            if b.after_close:
-                self._fence = None
-                for no, ln in b.after_close:
-                    self._line_no = no
-                    out.extend(self._line(ln))
-                return out + self.finish()
+            out.extend(self._replay(b))
+            return out + self.finish()
         if self._fence is not None:
             f = self._fence
             if f.is_diff:
@@ -273,14 +284,33 @@ class StreamingParser:
                                               f"block was not applied"))
                 return []
         m = FENCE_RE.match(line)
+        if f is not None and m and m.group(3) and (f.had_block or clean_path(self._prev_line)):
+            # "```python" after a block, or after a path line, in a fence that was never
+            # closed: the fences are broken; a new fence starts here
+            if f.path and not f.had_block and f.body:
+                self.errors.append(ParseError(
+                    f.start_line, f.path,
+                    f"whole-file block for {f.path} (line {f.start_line}) runs into "
+                    f"another fence (line {self._line_no}); its fences look broken, so "
+                    f"it was not applied"))
+            self._fence = f = None
         if f is not None:
             if m and m.group(3) == "" and _closes(f.marker, m.group(2)):
                 self._fence = None
                 self._remember(line)
                 if f.path and not f.had_block and f.body and not f.stray_marker:
+                    if f.inner_open:
+                        self.errors.append(ParseError(
+                            f.start_line, f.path,
+                            f"whole-file block for {f.path} (line {f.start_line}) has a "
+                            f"fence opening inside it (line {f.inner_open}); its fences "
+                            f"look broken, so it was not applied"))
+                        return []
                     self._last_path = f.path
                     return [Edit(f.path, "", _join(f.body), "whole_file")]
                 return []
+            if m and m.group(3) and _closes(f.marker, m.group(2)) and not f.inner_open:
+                f.inner_open = self._line_no  # ```python inside a ``` fence
             if not f.had_block:
                 f.body.append(line)
             self._remember(line)
@@ -296,7 +326,8 @@ class StreamingParser:
             else:
                 path = info_path or clean_path(self._prev_line)
                 self._fence = _Fence(m.group(2), self._line_no, False, path,
-                                     mentioned=mentioned_path(self._prev_line))
+                                     mentioned=mentioned_path(self._prev_line),
+                                     bare=None if path else bare_token(self._prev_line))
             self._prev_line = ""
             return []
         self._remember(line)
@@ -311,6 +342,17 @@ class StreamingParser:
         path = clean_path(self._prev_line)
         if path is None and f is not None and f.path:
             path = f.path
+        bare = bare_token(self._prev_line) or (f.bare if f is not None else None)
+        if path is None and bare:
+            self.errors.append(ParseError(self._line_no, None,
+                                          f"line {self._line_no}: {bare!r} before the "
+                                          f"<<<<<<< SEARCH block is not a file path (no "
+                                          f"extension or folder); block not applied"))
+            if f is not None:
+                f.had_block = True
+                f.body.clear()
+            self._block = _Block(None, self._line_no, fence=f.marker if f else None)
+            return
         if path is None:
             path = mentioned_path(self._prev_line)
         if path is None and f is not None:
@@ -382,20 +424,28 @@ class StreamingParser:
                              f"has no {where} line before the next <<<<<<< SEARCH; "
                              f"not applied")
         self._block = None
-        out: list[Edit] = []
+        out = self._replay(b)
+        if self._block is not None:  # the replay opened a block of its own
+            return out + self._block_line(line)
+        out.extend(self._line(line))
+        return out
+
+    def _replay(self, b: _Block) -> list[Edit]:
+        """Read the lines a broken block swallowed again as answer text: the next
+        block's path line (and fence) are among them."""
         if b.after_close is not None:
             self._fence = None
-            self._prev_line = ""
-            here = self._line_no
-            for no, ln in b.after_close:
-                self._line_no = no
-                out.extend(self._line(ln))
-            self._line_no = here
-            if self._block is not None:  # the replay opened a block of its own
-                return out + self._block_line(line)
+            swallowed = b.after_close
         else:
+            tail = b.replace if b.stage == "replace" else b.search
+            swallowed = [(self._line_no - len(tail) + i, ln) for i, ln in enumerate(tail)]
             self._last_path = b.path or self._last_path
-        out.extend(self._line(line))
+        self._prev_line = ""
+        here, out = self._line_no, []
+        for no, ln in swallowed:
+            self._line_no = no
+            out.extend(self._line(ln))
+        self._line_no = here
         return out
 
     # -- unified diffs -----------------------------------------------------------

@@ -49,7 +49,7 @@ def _read(tmp_path, name="a.py") -> str:
 def test_block_missing_replace_does_not_swallow_the_next_block(tmp_path):
     answer = ("a.py\n```\n<<<<<<< SEARCH\n    return 1\n=======\n    return 3\n```\n\n"
               + _sr("a.py", "    return 2\n", "    return 4\n"))
-    res, errors = _apply(tmp_path, {"a.py": BASE}, answer)
+    _res, errors = _apply(tmp_path, {"a.py": BASE}, answer)
     assert _read(tmp_path) == BASE.replace("return 2", "return 4")
     assert any("no >>>>>>> REPLACE" in e for e in errors)
 
@@ -57,7 +57,7 @@ def test_block_missing_replace_does_not_swallow_the_next_block(tmp_path):
 def test_block_missing_replace_in_the_same_fence_keeps_the_path(tmp_path):
     answer = ("a.py\n```\n<<<<<<< SEARCH\n    return 1\n=======\n    return 3\n"
               "<<<<<<< SEARCH\n    return 2\n=======\n    return 4\n>>>>>>> REPLACE\n```\n")
-    res, errors = _apply(tmp_path, {"a.py": BASE}, answer)
+    _res, errors = _apply(tmp_path, {"a.py": BASE}, answer)
     assert _read(tmp_path) == BASE.replace("return 2", "return 4")
     assert len(errors) == 1 and "not applied" in errors[0]
 
@@ -65,8 +65,8 @@ def test_block_missing_replace_in_the_same_fence_keeps_the_path(tmp_path):
 @pytest.mark.parametrize("answer", [
     "a.py\n```\n<<<<<<< SEARCH\n    return 1\n>>>>>>> REPLACE\n```\n",
     "a.py\n```\n    return 1\n=======\n    return 3\n>>>>>>> REPLACE\n```\n",
-    "a.py\n```\n<<<<<<< SEARCH\n    return 1\n=======\n    return 3\n=======\n    x\n"
-    ">>>>>>> REPLACE\n```\n",
+    ("a.py\n```\n<<<<<<< SEARCH\n    return 1\n=======\n    return 3\n=======\n    x\n"
+    ">>>>>>> REPLACE\n```\n"),
     "a.py\n```\n<<<<<<< SEARCH\n    return 1\n=======\n    return 3\n",
     "a.py\n```\n<<<<<<< SEARCH\n    return 1\n=======\n    ret",
 ], ids=["no-divider", "no-search", "two-dividers", "no-replace-at-end", "cut-mid-line"])
@@ -79,20 +79,20 @@ def test_malformed_block_is_refused_and_file_untouched(tmp_path, answer):
 def test_doubled_search_marker_is_a_tolerated_slip(tmp_path):
     answer = "a.py\n```\n<<<<<<< SEARCH\n<<<<<<< SEARCH\n    return 1\n=======\n    return 3\n" \
              ">>>>>>> REPLACE\n```\n"
-    res, errors = _apply(tmp_path, {"a.py": BASE}, answer)
+    _res, errors = _apply(tmp_path, {"a.py": BASE}, answer)
     assert _read(tmp_path) == BASE.replace("return 1", "return 3") and not errors
 
 
 @pytest.mark.parametrize("fence", ["````", "`````", "~~~", "~~~~"])
 def test_long_and_tilde_fences(tmp_path, fence):
-    res, errors = _apply(tmp_path, {"a.py": BASE}, _sr("a.py", "    return 1\n",
+    _res, errors = _apply(tmp_path, {"a.py": BASE}, _sr("a.py", "    return 1\n",
                                                        "    return 3\n", fence))
     assert _read(tmp_path) == BASE.replace("return 1", "return 3") and not errors
 
 
 def test_inner_fence_in_replace_is_content(tmp_path):
     answer = _sr("README.md", "old\n", "```\ncode\n```\n")
-    res, errors = _apply(tmp_path, {"README.md": "# T\n\nold\n"}, answer)
+    _res, errors = _apply(tmp_path, {"README.md": "# T\n\nold\n"}, answer)
     assert _read(tmp_path, "README.md") == "# T\n\n```\ncode\n```\n" and not errors
 
 
@@ -117,7 +117,7 @@ def test_dotfile_path_is_not_mistaken_for_the_previous_block(tmp_path):
 
 def test_crlf_and_bom_answers(tmp_path):
     answer = "\ufeff" + _sr("a.py", "    return 1\n", "    return 3\n").replace("\n", "\r\n")
-    res, errors = _apply(tmp_path, {"a.py": BASE}, answer)
+    _res, errors = _apply(tmp_path, {"a.py": BASE}, answer)
     assert _read(tmp_path) == BASE.replace("return 1", "return 3") and not errors
 
 
@@ -130,14 +130,14 @@ def test_bom_split_across_chunks_streams_the_same():
 
 # -- empty SEARCH, no-ops, duplicates, overlaps --------------------------------------
 def test_empty_search_creates_a_file_and_fills_an_empty_one(tmp_path):
-    res, errors = _apply(tmp_path, {"empty.py": ""},
+    _res, errors = _apply(tmp_path, {"empty.py": ""},
                          _sr("new/n.py", "", "N = 1\n") + _sr("empty.py", "", "E = 1\n"))
     assert _read(tmp_path, "new/n.py") == "N = 1\n"
     assert _read(tmp_path, "empty.py") == "E = 1\n" and not errors
 
 
 def test_empty_search_on_a_file_with_content_is_refused(tmp_path):
-    res, errors = _apply(tmp_path, {"a.py": BASE}, _sr("a.py", "", "def f():\n    pass\n"))
+    _res, errors = _apply(tmp_path, {"a.py": BASE}, _sr("a.py", "", "def f():\n    pass\n"))
     assert _read(tmp_path) == BASE and "exists and is not empty" in errors[0]
 
 
@@ -149,14 +149,14 @@ def test_search_equal_to_replace_is_a_quiet_no_op(tmp_path):
 
 def test_the_same_edit_twice_applies_once_and_says_so(tmp_path):
     block = _sr("a.py", "def f():\n    return 1\n", "def f():\n    return 10\n")
-    res, errors = _apply(tmp_path, {"a.py": BASE}, block + block)
+    _res, errors = _apply(tmp_path, {"a.py": BASE}, block + block)
     assert _read(tmp_path) == BASE.replace("return 1\n", "return 10\n")
     assert len(errors) == 1 and "already" in errors[0]
 
 
 def test_overlapping_edits_second_is_refused(tmp_path):
     answer = _sr("o.py", "a\nb\n", "A\nB\n") + _sr("o.py", "b\nc\n", "X\nY\n")
-    res, errors = _apply(tmp_path, {"o.py": "a\nb\nc\nd\n"}, answer)
+    _res, errors = _apply(tmp_path, {"o.py": "a\nb\nc\nd\n"}, answer)
     assert _read(tmp_path, "o.py") == "A\nB\nc\nd\n"
     assert len(errors) == 1 and "overlap" in errors[0]
 
@@ -166,7 +166,7 @@ def test_fuzzy_never_lands_on_what_an_earlier_edit_wrote(tmp_path):
     answer = (_sr("a.py", "    value = compute(1)\n", "    value = compute(9)\n")
               + _sr("a.py", "def f():\n    value = compute(1)\n    return value\n",
                     "def f():\n    return 7\n"))
-    res, errors = _apply(tmp_path, {"a.py": body}, answer)
+    _res, errors = _apply(tmp_path, {"a.py": body}, answer)
     assert "compute(9)" in _read(tmp_path) and len(errors) == 1
 
 
@@ -178,14 +178,14 @@ TWINS = ("def add_one(values):\n    result = []\n    for v in values:\n"
 
 
 def test_ambiguous_search_shows_both_places(tmp_path):
-    res, errors = _apply(tmp_path, {"a.py": "x = 1\ny = 2\nx = 1\n"},
+    _res, errors = _apply(tmp_path, {"a.py": "x = 1\ny = 2\nx = 1\n"},
                          _sr("a.py", "x = 1\n", "x = 5\n"))
     assert _read(tmp_path) == "x = 1\ny = 2\nx = 1\n"
     assert "2 places" in errors[0] and "at line 1:" in errors[0] and "at line 3:" in errors[0]
 
 
 def test_longer_context_disambiguates(tmp_path):
-    res, errors = _apply(tmp_path, {"a.py": "x = 1\ny = 2\nx = 1\n"},
+    _res, errors = _apply(tmp_path, {"a.py": "x = 1\ny = 2\nx = 1\n"},
                          _sr("a.py", "y = 2\nx = 1\n", "y = 2\nx = 5\n"))
     assert _read(tmp_path) == "x = 1\ny = 2\nx = 5\n" and not errors
 
@@ -222,7 +222,7 @@ def test_fuzzy_just_below_threshold_is_refused_with_closest_lines():
 
 
 def test_indentation_normalised_and_replacement_reindented_for_tabs(tmp_path):
-    res, errors = _apply(tmp_path, {"t.py": "def f():\n\tif x:\n\t\treturn 1\n"},
+    _res, _errors = _apply(tmp_path, {"t.py": "def f():\n\tif x:\n\t\treturn 1\n"},
                          _sr("t.py", "    if x:\n        return 1\n",
                              "    if x:\n        return 2\n    return 0\n"))
     assert _read(tmp_path, "t.py") == "def f():\n\tif x:\n\t\treturn 2\n\treturn 0\n"
@@ -245,7 +245,7 @@ def _diff(body: str) -> str:
 def test_diff_with_wrong_line_numbers_and_no_prefixes_is_placed_by_context(tmp_path):
     answer = _diff("--- a.py\n+++ a.py\n@@ -40,2 +40,2 @@\n def g():\n-    return 2\n"
                    "+    return 5\n")
-    res, errors = _apply(tmp_path, {"a.py": BASE}, answer)
+    _res, errors = _apply(tmp_path, {"a.py": BASE}, answer)
     assert _read(tmp_path) == BASE.replace("return 2", "return 5") and not errors
 
 
@@ -254,7 +254,7 @@ def test_diff_hunks_out_of_order_and_several_files(tmp_path):
                    " def g():\n-    return 2\n+    return 6\n@@ -1,2 +1,2 @@\n def f():\n"
                    "-    return 1\n+    return 5\n--- a/b.py\n+++ b/b.py\n@@ -1 +1 @@\n"
                    "-x = 1\n+x = 9\n")
-    res, errors = _apply(tmp_path, {"a.py": BASE, "b.py": "x = 1\n"}, answer)
+    _res, errors = _apply(tmp_path, {"a.py": BASE, "b.py": "x = 1\n"}, answer)
     assert _read(tmp_path) == BASE.replace("return 1", "return 5").replace("return 2",
                                                                            "return 6")
     assert _read(tmp_path, "b.py") == "x = 9\n" and not errors
@@ -264,7 +264,7 @@ def test_diff_new_file_and_deletion(tmp_path):
     answer = _diff("--- /dev/null\n+++ b/n.py\n@@ -0,0 +1,2 @@\n+x = 1\n+y = 2\n"
                    "--- a/a.py\n+++ /dev/null\n@@ -1,5 +0,0 @@\n-def f():\n-    return 1\n"
                    "-\n-def g():\n-    return 2\n")
-    res, errors = _apply(tmp_path, {"a.py": BASE}, answer)
+    _res, errors = _apply(tmp_path, {"a.py": BASE}, answer)
     assert _read(tmp_path, "n.py") == "x = 1\ny = 2\n" and _read(tmp_path) == BASE
     assert any("deleting files is not supported" in e for e in errors)
 
@@ -272,22 +272,22 @@ def test_diff_new_file_and_deletion(tmp_path):
 def test_diff_no_newline_marker_keeps_the_file_without_final_newline(tmp_path):
     answer = _diff("--- a/b.py\n+++ b/b.py\n@@ -1,2 +1,2 @@\n x = 1\n-y = 2\n"
                    "\\ No newline at end of file\n+y = 3\n\\ No newline at end of file\n")
-    res, errors = _apply(tmp_path, {"b.py": "x = 1\ny = 2"}, answer)
+    _res, errors = _apply(tmp_path, {"b.py": "x = 1\ny = 2"}, answer)
     assert _read(tmp_path, "b.py") == "x = 1\ny = 3" and not errors
 
 
 def test_diff_hunk_without_context_only_appends(tmp_path):
     body = "a\nb\nc\n"
-    res, errors = _apply(tmp_path, {"c.py": body},
-                         _diff("--- a/c.py\n+++ b/c.py\n@@ -1,0 +2,1 @@\n+inserted\n"))
+    _res, errors = _apply(tmp_path, {"c.py": body},
+                          _diff("--- a/c.py\n+++ b/c.py\n@@ -1,0 +2,1 @@\n+inserted\n"))
     assert _read(tmp_path, "c.py") == body and "no context" in errors[0]
-    res, errors = _apply(tmp_path, {"c.py": body},
-                         _diff("--- a/c.py\n+++ b/c.py\n@@ -3,0 +4,1 @@\n+d\n"))
+    _res, errors = _apply(tmp_path, {"c.py": body},
+                          _diff("--- a/c.py\n+++ b/c.py\n@@ -3,0 +4,1 @@\n+d\n"))
     assert _read(tmp_path, "c.py") == body + "d\n" and not errors
 
 
 def test_cut_diff_is_not_applied(tmp_path):
-    res, errors = _apply(tmp_path, {"a.py": BASE},
+    _res, errors = _apply(tmp_path, {"a.py": BASE},
                          "```diff\n--- a/a.py\n+++ b/a.py\n@@ -1,2 +1,2 @@\n def f():\n"
                          "-    return 1\n")
     assert _read(tmp_path) == BASE and "no closing fence" in errors[0]

@@ -47,7 +47,7 @@ def outside(tmp_path):
     (".sparkignore", "yourself"), ("a.py/", "folder"), ("a\u200b.py", "invisible"),
 ])
 def test_refused_paths(outside, path, why):
-    root, out = outside
+    root, _out = outside
     (root / ".git").mkdir()
     with pytest.raises(WorkspaceError) as exc:
         Workspace(root).resolve(path)
@@ -71,7 +71,7 @@ def test_symlinks_leading_out_are_refused_for_files_folders_and_new_files(outsid
 def test_symlink_inside_the_root_edits_its_target_and_stays_a_link(outside):
     root, _ = outside
     os.symlink("a.py", root / "alias.py")
-    res, errors = _apply(root, _sr("alias.py", "x = 1\n", "x = 2\n"))
+    _res, errors = _apply(root, _sr("alias.py", "x = 1\n", "x = 2\n"))
     assert not errors and os.path.islink(root / "alias.py")
     assert (root / "a.py").read_text() == "x = 2\n"
 
@@ -91,7 +91,7 @@ def test_binary_files_are_refused_even_without_nul_bytes(tmp_path):
     png = b"\x89PNG\r\n\x1a\n" + bytes(range(1, 255)) * 10
     (tmp_path / "img.png").write_bytes(png)
     (tmp_path / "b.bin").write_bytes(b"abc\0def\n")
-    res, errors = _apply(tmp_path, _sr("img.png", "", "x\n") + _sr("b.bin", "abc\n", "x\n"))
+    _res, errors = _apply(tmp_path, _sr("img.png", "", "x\n") + _sr("b.bin", "abc\n", "x\n"))
     assert (tmp_path / "img.png").read_bytes() == png and len(errors) == 2
     assert all("binary file" in e for e in errors)
 
@@ -99,7 +99,7 @@ def test_binary_files_are_refused_even_without_nul_bytes(tmp_path):
 def test_mixed_line_endings_are_refused_not_normalised(tmp_path):
     data = b"a = 1\r\nb = 2\nc = 3\r\n"
     (tmp_path / "m.py").write_bytes(data)
-    res, errors = _apply(tmp_path, _sr("m.py", "b = 2\n", "b = 5\n"))
+    _res, errors = _apply(tmp_path, _sr("m.py", "b = 2\n", "b = 5\n"))
     assert (tmp_path / "m.py").read_bytes() == data and "mixed line endings" in errors[0]
 
 
@@ -121,7 +121,7 @@ def test_a_new_name_clashing_in_case_is_refused_and_nfd_finds_nfc(tmp_path):
     (tmp_path / unicodedata.normalize("NFC", "café.py")).write_text("x = 1\n")
     answer = _sr("readme.md", "", "new\n") + _sr(unicodedata.normalize("NFD", "café.py"),
                                                  "x = 1\n", "x = 2\n")
-    res, errors = _apply(tmp_path, answer)
+    _res, errors = _apply(tmp_path, answer)
     assert "letter case" in errors[0] and len(errors) == 1
     assert sorted(os.listdir(tmp_path)) == sorted(["README.md", "café.py", ".spark"])
     assert (tmp_path / "café.py").read_text() == "x = 2\n"
@@ -130,7 +130,7 @@ def test_a_new_name_clashing_in_case_is_refused_and_nfd_finds_nfc(tmp_path):
 def test_read_only_file_is_refused(tmp_path):
     (tmp_path / "ro.py").write_text("x = 1\n")
     os.chmod(tmp_path / "ro.py", 0o444)
-    res, errors = _apply(tmp_path, _sr("ro.py", "x = 1\n", "x = 2\n"))
+    _res, errors = _apply(tmp_path, _sr("ro.py", "x = 1\n", "x = 2\n"))
     assert (tmp_path / "ro.py").read_text() == "x = 1\n" and "read-only" in errors[0]
 
 
@@ -142,7 +142,7 @@ def test_formats_kept_crlf_no_final_newline_mode_and_latin1(tmp_path):
     (tmp_path / "l.py").write_bytes("# café\nx = 1\n".encode("latin-1"))
     answer = (_sr("w.py", "a = 1\n", "a = 3\nc = 4\n") + _sr("n.py", "b = 2\n", "b = 3\n")
               + _sr("s.sh", "echo 1\n", "echo 2\n") + _sr("l.py", "x = 1\n", "x = 'é'\n"))
-    res, errors = _apply(tmp_path, answer)
+    _res, errors = _apply(tmp_path, answer)
     assert not errors
     assert (tmp_path / "w.py").read_bytes() == b"a = 3\r\nc = 4\r\nb = 2\r\n"
     assert (tmp_path / "n.py").read_bytes() == b"a = 1\nb = 3"
@@ -153,7 +153,7 @@ def test_formats_kept_crlf_no_final_newline_mode_and_latin1(tmp_path):
 def test_latin1_file_refuses_text_it_cannot_store(tmp_path):
     data = "# café\nx = 1\n".encode("latin-1")
     (tmp_path / "l.py").write_bytes(data)
-    res, errors = _apply(tmp_path, _sr("l.py", "x = 1\n", "x = '€'\n"))
+    _res, errors = _apply(tmp_path, _sr("l.py", "x = 1\n", "x = '€'\n"))
     assert (tmp_path / "l.py").read_bytes() == data and "latin-1" in errors[0]
 
 
