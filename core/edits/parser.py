@@ -106,8 +106,9 @@ _BARE_TOKEN = re.compile(r"^[A-Za-z0-9_][\w.-]*$")
 def bare_token(line: str) -> str | None:
     """A lone word on a path line's spot that is not a recognisable path ("pkg",
     "utils"): the block after it is refused rather than given the previous path."""
-    s = line.strip().lstrip("#").strip().strip(_DECORATION).strip().rstrip(":").strip()
-    s = s.strip(_DECORATION)
+    if line.rstrip().endswith(":"):
+        return None  # "Next:" is prose leading into the block, not a file name
+    s = line.strip().lstrip("#").strip().strip(_DECORATION).strip()
     if not s or not _BARE_TOKEN.match(s) or s.lower() in _NOT_PATHS or clean_path(s):
         return None
     return s
@@ -284,7 +285,8 @@ class StreamingParser:
                                               f"block was not applied"))
                 return []
         m = FENCE_RE.match(line)
-        if f is not None and m and m.group(3) and (f.had_block or clean_path(self._prev_line)):
+        if f is not None and m and m.group(3) and (
+                f.had_block or clean_path(self._prev_line) or bare_token(self._prev_line)):
             # "```python" after a block, or after a path line, in a fence that was never
             # closed: the fences are broken; a new fence starts here
             if f.path and not f.had_block and f.body:
@@ -340,9 +342,10 @@ class StreamingParser:
     def _open_block(self) -> None:
         f = self._fence
         path = clean_path(self._prev_line)
-        if path is None and f is not None and f.path:
+        bare = bare_token(self._prev_line)
+        if path is None and not bare and f is not None and f.path and not f.inner_open:
             path = f.path
-        bare = bare_token(self._prev_line) or (f.bare if f is not None else None)
+        bare = bare or (f.bare if f is not None else None)
         if path is None and bare:
             self.errors.append(ParseError(self._line_no, None,
                                           f"line {self._line_no}: {bare!r} before the "

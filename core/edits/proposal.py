@@ -133,7 +133,10 @@ class FileEditor:
     def text(self) -> str:
         if not self.lines:
             return ""
-        return "\n".join(self.lines) + ("\n" if self.final_newline else "")
+        # a file without a final newline whose edit ends in a blank line: one more "\n",
+        # because the workspace drops one when it writes such a file
+        blank_end = not self.final_newline and self.lines[-1] == ""
+        return "\n".join(self.lines) + ("\n" if self.final_newline or blank_end else "")
 
     def _splice(self, start: int, end: int, new: list[str]) -> None:
         self.lines[start:end] = new

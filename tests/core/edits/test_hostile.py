@@ -291,3 +291,42 @@ def test_cut_diff_is_not_applied(tmp_path):
                          "```diff\n--- a/a.py\n+++ b/a.py\n@@ -1,2 +1,2 @@\n def f():\n"
                          "-    return 1\n")
     assert _read(tmp_path) == BASE and "no closing fence" in errors[0]
+
+
+# -- found by the fuzz test --------------------------------------------------------------
+def test_a_lone_word_path_line_is_refused_not_given_the_previous_path(tmp_path):
+    answer = _sr("a.py", "    return 1\n", "    return 3\n") + _sr("pkg", "", "x\n")
+    edits, errors = _parse(answer)
+    assert [e.path for e in edits] == ["a.py"] and "'pkg'" in errors[0]
+    edits, errors = _parse(_sr("a.py", "    return 1\n", "    return 3\n")
+                           + "Next:\n```python\n<<<<<<< SEARCH\nx\n=======\ny\n"
+                             ">>>>>>> REPLACE\n```\n")
+    assert [e.path for e in edits] == ["a.py", "a.py"] and not errors
+
+
+def test_unfenced_block_missing_replace_hands_the_next_path_on(tmp_path):
+    answer = ("new.py\n<<<<<<< SEARCH\n=======\nx = 1\n"
+              + _sr("a.py", "    return 1\n", "    return 3\n"))
+    edits, errors = _parse(answer)
+    assert [(e.path, e.replace) for e in edits] == [("a.py", "    return 3\n")]
+    assert "new.py" in errors[0]
+
+
+def test_unclosed_fence_then_a_new_fence_after_a_path_line():
+    answer = ("a.py\n```\nb.py\n```python\n<<<<<<< SEARCH\nx\n=======\ny\n"
+              ">>>>>>> REPLACE\n```\n")
+    edits, errors = _parse(answer)
+    assert [e.path for e in edits] == ["b.py"] and "fences look broken" in errors[0]
+    answer = "a.py\n```\npkg\n```python\n<<<<<<< SEARCH\n=======\n>>>>>>> REPLACE\n```\n"
+    edits, errors = _parse(answer)
+    assert edits == [] and any("'pkg'" in e for e in errors)
+
+
+def test_whole_file_with_a_fence_opening_inside_is_refused():
+    edits, errors = _parse("a.py\n```\nimport x\n```python\nmore\n```\n")
+    assert edits == [] and "fence opening inside" in errors[0]
+
+
+def test_trailing_blank_line_in_a_file_without_final_newline(tmp_path):
+    _apply(tmp_path, {"a.py": "x = 1"}, _sr("a.py", "x = 1\n", "x = 1\n\n"))
+    assert _read(tmp_path) == "x = 1\n"
