@@ -101,14 +101,18 @@ def clean_path(line: str) -> str | None:
 
 
 _BARE_TOKEN = re.compile(r"^[A-Za-z0-9_][\w.-]*$")
+_LEAD_INS = {"next", "then", "also", "and", "here", "now", "finally", "first", "second",
+             "third", "update", "updated", "change", "changes", "fix", "edit", "edits",
+             "replace", "before", "after", "example", "result", "code", "so", "again"}
 
 
 def bare_token(line: str) -> str | None:
     """A lone word on a path line's spot that is not a recognisable path ("pkg",
     "utils"): the block after it is refused rather than given the previous path."""
-    if line.rstrip().endswith(":"):
-        return None  # "Next:" is prose leading into the block, not a file name
     s = line.strip().lstrip("#").strip().strip(_DECORATION).strip()
+    if s.endswith(":") and s[:-1].strip(_DECORATION).lower() in _LEAD_INS:
+        return None  # "Next:" is prose leading into the block, not a file name
+    s = s.rstrip(":").strip(_DECORATION)
     if not s or not _BARE_TOKEN.match(s) or s.lower() in _NOT_PATHS or clean_path(s):
         return None
     return s
@@ -175,6 +179,7 @@ class _Fence:
     hunk_new: list[str] = field(default_factory=list)
     new_file: list[str] = field(default_factory=list)  # body of a --- /dev/null diff
     hunk_line: int | None = None  # old start line from the @@ header
+    last_raw: str = ""  # the diff's previous line, in case it was the next path line
 
 
 class StreamingParser:
@@ -453,12 +458,20 @@ class StreamingParser:
 
     # -- unified diffs -----------------------------------------------------------
     def _diff_line(self, f: _Fence, line: str) -> list[Edit]:
+        prev, f.last_raw = f.last_raw, line
         m = FENCE_RE.match(line)
         if m and m.group(3) == "" and _closes(f.marker, m.group(2)):
             out = self._close_diff_file(f, complete=True)
             self._fence = None
             self._prev_line = ""
             return out
+        if (m and m.group(3)) or SEARCH_RE.match(line) or REPLACE_RE.match(line):
+            # a new fence or an edit block: this diff's fence was never closed, so its
+            # last hunk may be cut off; read the line again outside the diff
+            out = self._close_diff_file(f, complete=False)
+            self._fence = None
+            self._prev_line = prev  # perhaps the next block's path line
+            return out + self._line(line)
         if line.startswith("--- ") and not (f.in_hunk and _is_removed_dashes(line)):
             out = self._close_diff_file(f, complete=True)
             f.old_path = _diff_path(line[4:]) or "/dev/null"

@@ -330,3 +330,16 @@ def test_whole_file_with_a_fence_opening_inside_is_refused():
 def test_trailing_blank_line_in_a_file_without_final_newline(tmp_path):
     _apply(tmp_path, {"a.py": "x = 1"}, _sr("a.py", "x = 1\n", "x = 1\n\n"))
     assert _read(tmp_path) == "x = 1\n"
+
+
+def test_a_lone_word_with_a_colon_is_still_not_a_path():
+    edits, errors = _parse(_sr("a.py", "x\n", "y\n") + _sr("pkg:", "x = 1\n", ""))
+    assert [e.path for e in edits] == ["a.py"] and "'pkg'" in errors[0]
+
+
+def test_unclosed_diff_fence_does_not_swallow_the_next_block():
+    answer = ("```diff\n--- a/a.py\n+++ b/a.py\n@@ -1,1 +1,0 @@\n-x = 1\n"
+              + _sr("b.py", "y\n", "z\n"))
+    edits, errors = _parse(answer)
+    assert [(e.path, e.search) for e in edits] == [("b.py", "y\n")]
+    assert "no closing fence" in errors[0]
