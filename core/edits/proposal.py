@@ -7,6 +7,7 @@ the base it was computed against (text + fingerprint) so nothing unseen is overw
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from core.edits.hunks import Hunk, apply_hunks, make_hunks_tracked, rebase_hunk
@@ -145,10 +146,14 @@ class FileEditor:
     def apply(self, edit: Edit) -> None:
         """Apply one edit; MatchError when its SEARCH text cannot be placed."""
         replace = split_lines(edit.replace)
+        search = split_lines(edit.search)
+        lazy = elided_line(search, replace)
+        if lazy is not None:
+            raise MatchError(f"{self.path}: the new text leaves code out ({lazy!r}); "
+                             f"applying it would delete that code, so it is not applied")
         if edit.kind == "whole_file":
             self._splice(0, len(self.lines), replace)
             return
-        search = split_lines(edit.search)
         if not search or not "".join(search).strip():
             self._insert_without_search(edit, replace)
             return
@@ -202,6 +207,25 @@ class FileEditor:
         raise MatchError(f"{self.path}: an empty SEARCH part creates a new file, but "
                          f"this file exists and is not empty; not applied (to add "
                          f"lines, SEARCH for the lines they go after)")
+
+
+_COMMENT = r"(?:#|//|/\*|<!--|--|;|\*)"
+_ELISION = re.compile(
+    rf"^\s*(?:{_COMMENT}\s*(?:\.\.\.|…)\s*(?:\*/|-->)?\s*$"  # "# ..." alone
+    rf"|(?:{_COMMENT}.*)?(?:\.\.\.|…)\s*\(?(?:existing|rest of|remaining|unchanged|omitted|"
+    rf"same as before|as before|other (?:code|methods|functions))\b"
+    rf"|{_COMMENT}\s*(?:rest of|remaining) (?:the )?(?:code|file|function|class|method)s?"
+    rf"\b.*$)", re.IGNORECASE)
+
+
+def elided_line(search: list[str], replace: list[str]) -> str | None:
+    """A REPLACE line that stands for code the model left out ("# ... existing code
+    ..."), when the SEARCH text has no such line: applying it would delete that code."""
+    seen = {s.strip() for s in search}
+    for line in replace:
+        if line.strip() not in seen and _ELISION.match(line):
+            return line.strip()
+    return None
 
 
 def _contains(lines: list[str], needle: list[str]) -> bool:

@@ -343,3 +343,19 @@ def test_unclosed_diff_fence_does_not_swallow_the_next_block():
     edits, errors = _parse(answer)
     assert [(e.path, e.search) for e in edits] == [("b.py", "y\n")]
     assert "no closing fence" in errors[0]
+
+
+@pytest.mark.parametrize("lazy", ["    # ... existing code ...", "    // ... rest of the function",
+                                  "    # rest of the code unchanged", "    # ..."])
+def test_replace_that_elides_code_is_refused(tmp_path, lazy):
+    answer = _sr("a.py", "def f():\n    return 1\n", f"def f():\n{lazy}\n    return 3\n")
+    answer += f"a.py\n```python\ndef f():\n{lazy}\n```\n"  # the whole-file form too
+    _res, errors = _apply(tmp_path, {"a.py": BASE}, answer)
+    assert _read(tmp_path) == BASE and len(errors) == 2
+    assert all("leaves code out" in e for e in errors)
+
+
+def test_ellipsis_as_python_code_is_not_elision(tmp_path):
+    _apply(tmp_path, {"a.py": BASE}, _sr("a.py", "def g():\n    return 2\n",
+                                         "def g():\n    ...\n"))
+    assert _read(tmp_path) == BASE.replace("    return 2\n", "    ...\n")
