@@ -30,7 +30,9 @@ Rules:
 4. Several changes to one file: several blocks, in the order they appear in the file.
    Do not let two blocks overlap.
 5. To create a new file, use an empty SEARCH part and put the whole file in REPLACE.
-6. To delete code, leave the REPLACE part empty.
+   An empty SEARCH on a file that already has content is refused.
+6. To delete code, leave the REPLACE part empty. REPLACE holds the complete new lines:
+   never stand in for code with comments like "# ... existing code ...".
 7. To move code, use one block to delete it and another to insert it.
 8. Only edit files the user has shown you or asked you to create.
 9. Keep any explanation short and outside the blocks.
