@@ -1,0 +1,15 @@
+"""Suite-wide settings.
+
+Under CI (the CI variable set, as `.ci/run` has it) hypothesis runs derandomized: the same
+examples every run, so a green main stays green; locally it keeps exploring new examples.
+"""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import settings
+
+settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
