@@ -96,6 +96,9 @@ class Journal:
 
     def _ensure(self) -> None:
         spark = self.ws.root / SPARK_DIR
+        if spark.is_symlink() or (spark.exists() and not spark.is_dir()):
+            raise WorkspaceError(f"{spark} is a symlink or not a folder; the journal is "
+                                 f"not written through it (remove it to continue)")
         self.dir.mkdir(parents=True, exist_ok=True)
         ignore = spark / ".gitignore"
         if not ignore.exists():  # keep the journal out of the user's git status

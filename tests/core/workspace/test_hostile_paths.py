@@ -196,3 +196,14 @@ def test_full_disk_rolls_the_whole_change_back(tmp_path, monkeypatch):
     assert recover(ws) == [] and undo_last(ws, commit=False).change_id is None
     assert (tmp_path / "a.py").read_text() == "x = 1\n"
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(files_mod.TEMP_SUFFIX)]
+
+
+def test_a_spark_folder_that_is_a_symlink_is_not_written_through(outside):
+    root, out = outside
+    os.symlink(out / "od", root / ".spark")
+    ws = Workspace(root)
+    prop = build_proposal(ws, parse_edits(_sr("a.py", "x = 1\n", "x = 2\n")))
+    with pytest.raises(WorkspaceError, match="symlink"):
+        apply_proposal(ws, prop, {h.id for h in prop.hunks}, commit=False)
+    assert (root / "a.py").read_text() == "x = 1\n"
+    assert sorted(os.listdir(out / "od")) == ["s.py"]
