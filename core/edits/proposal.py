@@ -375,7 +375,12 @@ def apply_proposal(ws: Workspace, proposal: Proposal, accepted: set[str], *,
             refused.append(EditError(fp.path, str(exc)))
     if not records:
         return ApplyResult([], refused, None)
-    res = apply_change(ws, records, message=message, commit=commit, hunks=chosen)
+    try:
+        res = apply_change(ws, records, message=message, commit=commit, hunks=chosen)
+    except (WorkspaceError, OSError) as exc:  # the journal itself is unusable
+        why = str(exc) if isinstance(exc, WorkspaceError) else (exc.strerror or str(exc))
+        refused.extend(EditError(r.path, f"{r.path}: not written: {why}") for r in records)
+        return ApplyResult([], refused, None)
     refused.extend(EditError(p, why) for p, why in res.refused)
     return ApplyResult(res.written, refused, res.change_id, res.commit, res.commit_error,
                        res.commit_notes)
