@@ -135,6 +135,17 @@ class AnswerRun:
             if self.decisions.get(hunk.id, PENDING) == PENDING:
                 self.decide(hunk.id, accept)
 
+    def hunk_context(self, lines: int = 2) -> dict[str, tuple[list[str], list[str]]]:
+        """For each hunk, up to `lines` unchanged lines of the file before and after it."""
+        out: dict[str, tuple[list[str], list[str]]] = {}
+        for fp in (self.proposal.files if self.proposal else []):
+            old = fp.old_text.splitlines()
+            for hunk in fp.hunks:
+                first = hunk.old_start - 1
+                last = first + len(hunk.old_lines)
+                out[hunk.id] = (old[max(0, first - lines):first], old[last:last + lines])
+        return out
+
     @property
     def undecided(self) -> list[str]:
         return [h.id for h in self.hunks if self.decisions.get(h.id, PENDING) == PENDING]

@@ -388,7 +388,7 @@ class SparkApp(App):
                     states[hunk.id] = "stale"
         badges = self.review.badges() if self.review else {}
         self.station.hunks_shown(run)
-        self.query_one(DiffView).sync(run.hunks, states, badges)
+        self.query_one(DiffView).sync(run.hunks, states, badges, run.hunk_context())
         self.query_one(SidePanel).set_findings(
             [(f.severity, f.message) for f in (self.review.findings if self.review else [])])
 

@@ -78,10 +78,26 @@ def hunk_header(path: str, state: str, index: int, total: int, old_start: int, e
     return header
 
 
-def render_hunk(hunk, state: str, index: int, total: int, badges: str = "") -> Text:
+def context_lines(path: str, lines: list[str], start: int) -> Text:
+    """Unchanged lines around a hunk, dimmed, so the change reads in place."""
+    out = Text()
+    for index, line in enumerate(highlight_lines(path, lines)):
+        out.append(f"{start + index:>5}   ", style="dim")
+        line.stylize("dim")
+        out.append_text(line)
+        out.append("\n")
+    return out
+
+
+def render_hunk(hunk, state: str, index: int, total: int, badges: str = "",
+                context: tuple[list[str], list[str]] = ([], [])) -> Text:
+    """A hunk with its header and, when given, the unchanged lines before and after it."""
+    before, after = context
     text = hunk_header(hunk.path, state, index, total, hunk.old_start, badges)
     text.append("\n")
+    text.append_text(context_lines(hunk.path, before, hunk.old_start - len(before)))
     text.append_text(diff_lines(hunk.path, list(hunk.old_lines), list(hunk.new_lines), start=hunk.old_start))
+    text.append_text(context_lines(hunk.path, after, hunk.old_start + len(hunk.old_lines)))
     return text
 
 

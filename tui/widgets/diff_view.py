@@ -29,11 +29,12 @@ class HunkView(Static):
         self.hunk_id = hunk_id
         self._key: tuple | None = None
 
-    def show(self, hunk, state: str, index: int, total: int, badges: str) -> None:
+    def show(self, hunk, state: str, index: int, total: int, badges: str,
+             context: tuple[list[str], list[str]] = ([], [])) -> None:
         key = (hunk.id, state, index, total, badges)  # ids are content-stable
         if key != self._key:  # repaint only what changed
             self._key = key
-            self.update(render_hunk(hunk, state, index, total, badges))
+            self.update(render_hunk(hunk, state, index, total, badges, context))
 
 
 class PendingBlock(Widget):
@@ -124,9 +125,11 @@ class DiffView(VerticalScroll, can_focus=True):
         widget.show(render_pending(pending))
         widget.display = True
 
-    def sync(self, hunks: list, states: dict[str, str], badges: dict[str, str] | None = None) -> None:
+    def sync(self, hunks: list, states: dict[str, str], badges: dict[str, str] | None = None,
+             contexts: dict[str, tuple[list[str], list[str]]] | None = None) -> None:
         """Make the hunk widgets match `hunks` (by id), mounting only new ones."""
         badges = badges or {}
+        contexts = contexts or {}
         ids = [h.id for h in hunks]
         for gone in [hid for hid in self._views if hid not in ids]:
             self._views.pop(gone).remove()
@@ -139,7 +142,8 @@ class DiffView(VerticalScroll, can_focus=True):
         self._order = ids
         total = len(ids)
         for index, hunk in enumerate(hunks, start=1):
-            self._views[hunk.id].show(hunk, states.get(hunk.id, "proposed"), index, total, badges.get(hunk.id, ""))
+            self._views[hunk.id].show(hunk, states.get(hunk.id, "proposed"), index, total,
+                                      badges.get(hunk.id, ""), contexts.get(hunk.id, ([], [])))
         if self._order:
             self.current = min(self.current, len(self._order) - 1)
         self._mark_current()
