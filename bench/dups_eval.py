@@ -103,7 +103,7 @@ def rename(func: ast.FunctionDef | ast.AsyncFunctionDef, rng: random.Random) -> 
     _Renamer(mapping, rng).visit(func)
 
 
-def _statement_lists(func: ast.AST) -> list[list[ast.stmt]]:
+def statement_lists(func: ast.AST) -> list[list[ast.stmt]]:
     out = []
     for node in ast.walk(func):
         for field in ("body", "orelse", "finalbody"):
@@ -124,7 +124,7 @@ _INSERTS = [
 
 def mutate_statement(func: ast.FunctionDef | ast.AsyncFunctionDef, rng: random.Random) -> str:
     """Delete, insert or change one statement somewhere in the function."""
-    lists = [b for b in _statement_lists(func) if b is not func.body or len(b) > 1] or [func.body]
+    lists = [b for b in statement_lists(func) if b is not func.body or len(b) > 1] or [func.body]
     body = rng.choice(lists)
     op = rng.choice(["delete", "insert", "change"])
     start = 1 if body is func.body and ast.get_docstring(func) else 0

@@ -44,6 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.dups_eval import statement_lists as _bodies
 from core.detectors.normalize import fingerprint, iter_functions
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
@@ -117,16 +118,6 @@ def _func(text: str) -> ast.FunctionDef | ast.AsyncFunctionDef:
 
 def _body_start(func: ast.AST) -> int:
     return 1 if ast.get_docstring(func) is not None else 0  # type: ignore[arg-type]
-
-
-def _bodies(func: ast.AST) -> list[list[ast.stmt]]:
-    out = []
-    for node in ast.walk(func):
-        for name in ("body", "orelse", "finalbody"):
-            body = getattr(node, name, None)
-            if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
-                out.append(body)
-    return out
 
 
 def rename_consistently(func: ast.AST, rng: random.Random) -> bool:
