@@ -64,3 +64,35 @@ def fake_core_url(fake_model, demo_root):
     url = core.start()
     yield url
     core.stop()
+
+
+class ScreenHost:
+    """Builds a minimal App that stands in for the workstation: pushes one screen and keeps
+    what it dismisses with (`app.results`). A factory, so Textual is imported lazily."""
+
+    def __new__(cls, screen_factory):
+        from textual.app import App
+
+        from themes import DEFAULT_THEME, register_themes
+
+        class Host(App):
+            def __init__(self) -> None:
+                super().__init__()
+                register_themes(self)
+                self.theme = DEFAULT_THEME
+                self.results: list = []
+
+            def on_mount(self) -> None:
+                self.push_screen(screen_factory(), self.results.append)
+
+        return Host()
+
+
+@pytest.fixture
+async def client(core_url):
+    """A connected core client on the demo's embedded core."""
+    from core.client import CoreClient
+
+    connected = await CoreClient.connect(core_url)
+    yield connected
+    await connected.close()

@@ -5,14 +5,10 @@ from __future__ import annotations
 
 import json
 
-import pytest
-from textual.app import App
 
 from core.batch import DONE, FAILED
-from core.client import CoreClient
 from core.session import Workstation
-from tests.tui.conftest import wait_for
-from themes import DEFAULT_THEME, register_themes
+from tests.tui.conftest import ScreenHost, wait_for
 from tui.app import SparkApp
 from tui.screens.batch import BatchResult, BatchScreen, current_job, open_batch
 
@@ -20,30 +16,13 @@ PROMPTS = ["format_money should show negative amounts in parentheses",
            "add an --unpaid-only flag to the command line"]
 
 
-class Host(App):
-    def __init__(self, screen_factory) -> None:
-        super().__init__()
-        register_themes(self)
-        self.theme = DEFAULT_THEME
-        self.screen_factory = screen_factory
-        self.results: list = []
-
-    def on_mount(self) -> None:
-        self.push_screen(self.screen_factory(), self.results.append)
-
-
-@pytest.fixture
-async def client(core_url):
-    c = await CoreClient.connect(core_url)
-    yield c
-    await c.close()
 
 
 async def test_a_batch_of_two_completes_and_is_reviewed_in_order(client, demo_root):
     station = Workstation(demo_root)
     station.context.add(["invoicer/report.py"])
     station.context.record_exchange("an earlier prompt", "an earlier answer")
-    app = Host(lambda: BatchScreen(client, PROMPTS, station, max_parallel=2))
+    app = ScreenHost(lambda: BatchScreen(client, PROMPTS, station, max_parallel=2))
     async with app.run_test(size=(140, 30)) as pilot:
         screen = app.screen
         job = screen.job
@@ -75,7 +54,7 @@ async def test_a_batch_of_two_completes_and_is_reviewed_in_order(client, demo_ro
 
 
 async def test_one_at_a_time_runs_in_queue_order(client, demo_root):
-    app = Host(lambda: BatchScreen(client, PROMPTS, Workstation(demo_root), max_parallel=1))
+    app = ScreenHost(lambda: BatchScreen(client, PROMPTS, Workstation(demo_root), max_parallel=1))
     async with app.run_test(size=(140, 30)) as pilot:
         job = app.screen.job
         await wait_for(pilot, lambda: job.finished, what="both tasks")
@@ -84,7 +63,7 @@ async def test_one_at_a_time_runs_in_queue_order(client, demo_root):
 
 
 async def test_failed_tasks_are_shown_and_skipped_in_review(client, demo_root):
-    app = Host(lambda: BatchScreen(client, PROMPTS[:1], Workstation(demo_root), "nosuch"))
+    app = ScreenHost(lambda: BatchScreen(client, PROMPTS[:1], Workstation(demo_root), "nosuch"))
     async with app.run_test(size=(140, 30)) as pilot:
         screen = app.screen
         await wait_for(pilot, lambda: screen.job.finished, what="the task to fail")
@@ -100,7 +79,7 @@ async def test_failed_tasks_are_shown_and_skipped_in_review(client, demo_root):
 
 
 async def test_typed_queue_runs_with_ctrl_s(client, demo_root):
-    app = Host(lambda: BatchScreen(client, [], Workstation(demo_root)))
+    app = ScreenHost(lambda: BatchScreen(client, [], Workstation(demo_root)))
     async with app.run_test(size=(140, 30)) as pilot:
         screen = app.screen
         assert screen.job is None

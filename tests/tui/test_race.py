@@ -7,12 +7,9 @@ in about a second; spark still wins by a wide margin, which is the point of the 
 from __future__ import annotations
 
 import pytest
-from textual.app import App
 
-from core.client import CoreClient
 from core.race import Prediction, Race, RaceResult
-from tests.tui.conftest import wait_for
-from themes import DEFAULT_THEME, register_themes
+from tests.tui.conftest import ScreenHost, wait_for
 from tui.cli import main as spark_main
 from tui.race_command import make_race_app, race_messages
 from tui.screens.race import RaceScreen
@@ -21,25 +18,6 @@ PROMPT = "add docstrings to the functions in report.py"
 CAP = 40
 
 
-class Host(App):
-    """Stands in for the workstation: pushes the race and keeps what it dismisses with."""
-
-    def __init__(self, screen_factory) -> None:
-        super().__init__()
-        register_themes(self)
-        self.theme = DEFAULT_THEME
-        self.screen_factory = screen_factory
-        self.results: list[RaceResult | None] = []
-
-    def on_mount(self) -> None:
-        self.push_screen(self.screen_factory(), self.results.append)
-
-
-@pytest.fixture
-async def client(core_url):
-    c = await CoreClient.connect(core_url)
-    yield c
-    await c.close()
 
 
 def _screen(client, profiles=("spark", "base"), max_tokens=CAP):
@@ -48,7 +26,7 @@ def _screen(client, profiles=("spark", "base"), max_tokens=CAP):
 
 
 async def test_spark_wins_and_1_takes_its_answer(client):
-    app = Host(_screen(client))
+    app = ScreenHost(_screen(client))
     async with app.run_test(size=(140, 40)) as pilot:
         screen = app.screen
         assert isinstance(screen, RaceScreen)
@@ -75,7 +53,7 @@ async def test_spark_wins_and_1_takes_its_answer(client):
 
 
 async def test_taking_a_running_answer_is_refused_then_2_takes_base(client):
-    app = Host(_screen(client))
+    app = ScreenHost(_screen(client))
     async with app.run_test(size=(140, 40)) as pilot:
         race = app.screen.race
         await wait_for(pilot, lambda: race.lane("spark").finished, what="spark to finish")
@@ -91,7 +69,7 @@ async def test_taking_a_running_answer_is_refused_then_2_takes_base(client):
 
 
 async def test_arrows_and_enter_take_the_focused_pane(client):
-    app = Host(_screen(client))
+    app = ScreenHost(_screen(client))
     async with app.run_test(size=(140, 40)) as pilot:
         race = app.screen.race
         await wait_for(pilot, lambda: race.done, what="both lanes to finish")
@@ -105,7 +83,7 @@ async def test_arrows_and_enter_take_the_focused_pane(client):
 
 
 async def test_escape_cancels_the_running_lane_and_closes(client):
-    app = Host(_screen(client, max_tokens=None))      # base alone would take seconds
+    app = ScreenHost(_screen(client, max_tokens=None))      # base alone would take seconds
     async with app.run_test(size=(140, 40)) as pilot:
         screen = app.screen
         race = screen.race
@@ -121,7 +99,7 @@ async def test_escape_cancels_the_running_lane_and_closes(client):
 
 
 async def test_a_failing_lane_loses_and_the_other_wins(client):
-    app = Host(_screen(client, profiles=("spark", "nosuch")))
+    app = ScreenHost(_screen(client, profiles=("spark", "nosuch")))
     async with app.run_test(size=(140, 40)) as pilot:
         race = app.screen.race
         await wait_for(pilot, lambda: race.done, what="both lanes to end")
@@ -136,7 +114,7 @@ async def test_a_failing_lane_loses_and_the_other_wins(client):
 
 
 async def test_footer_shows_the_race_keys(client):
-    app = Host(_screen(client))
+    app = ScreenHost(_screen(client))
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause(0.05)
         shown = {b.binding.key for b in app.screen.active_bindings.values() if b.binding.show}
@@ -196,7 +174,7 @@ async def test_workstation_opens_on_the_race_and_1_loads_spark_into_the_loop(dem
 
 async def test_a_finished_answer_reads_from_the_top_and_scrolls_with_keys():
     race = _finished_race(repeat=30)                  # longer than the pane
-    app = Host(lambda: RaceScreen(None, race.prompt, [], race=race))
+    app = ScreenHost(lambda: RaceScreen(None, race.prompt, [], race=race))
     async with app.run_test(size=(100, 24)) as pilot:
         await pilot.pause(0.1)
         body = app.screen.query_one("#race-lane-1 VerticalScroll")
@@ -233,5 +211,5 @@ def _finished_race(repeat: int = 1) -> Race:
 
 def test_race_screen_snapshot(snap_compare):
     race = _finished_race()
-    app = Host(lambda: RaceScreen(None, race.prompt, [], race=race))
+    app = ScreenHost(lambda: RaceScreen(None, race.prompt, [], race=race))
     assert snap_compare(app, terminal_size=(120, 30))

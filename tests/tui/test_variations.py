@@ -9,14 +9,10 @@ from __future__ import annotations
 import io
 import json
 
-import pytest
 from rich.console import Console
-from textual.app import App
 
-from core.client import CoreClient
 from core.session import Workstation
-from tests.tui.conftest import wait_for
-from themes import DEFAULT_THEME, register_themes
+from tests.tui.conftest import ScreenHost, wait_for
 from tui.app import SparkApp
 from tui.race_command import race_messages
 from tui.screens.variations import VariationChoice, VariationsScreen, grid_columns
@@ -24,19 +20,6 @@ from tui.widgets.variation_pane import VariationPane
 
 PROMPT = "format_money should show negative amounts in parentheses"
 
-
-class Host(App):
-    """Stands in for the workstation: pushes the screen and keeps what it dismisses with."""
-
-    def __init__(self, screen_factory) -> None:
-        super().__init__()
-        register_themes(self)
-        self.theme = DEFAULT_THEME
-        self.screen_factory = screen_factory
-        self.results: list = []
-
-    def on_mount(self) -> None:
-        self.push_screen(self.screen_factory(), self.results.append)
 
 
 def plain(widget) -> str:
@@ -46,16 +29,10 @@ def plain(widget) -> str:
     return console.export_text()
 
 
-@pytest.fixture
-async def client(core_url):
-    c = await CoreClient.connect(core_url)
-    yield c
-    await c.close()
-
 
 async def test_three_variations_stream_and_2_takes_the_second(client, demo_root):
     station = Workstation(demo_root)
-    app = Host(lambda: VariationsScreen(client, PROMPT, race_messages(PROMPT), 3,
+    app = ScreenHost(lambda: VariationsScreen(client, PROMPT, race_messages(PROMPT), 3,
                                         "spark", station))
     async with app.run_test(size=(160, 45)) as pilot:
         screen = app.screen
@@ -89,7 +66,7 @@ async def test_three_variations_stream_and_2_takes_the_second(client, demo_root)
 
 
 async def test_escape_cancels_every_stream_and_closes(client, demo_root):
-    app = Host(lambda: VariationsScreen(client, PROMPT, race_messages(PROMPT), 4, "base",
+    app = ScreenHost(lambda: VariationsScreen(client, PROMPT, race_messages(PROMPT), 4, "base",
                                         Workstation(demo_root)))
     async with app.run_test(size=(160, 45)) as pilot:
         screen = app.screen
@@ -107,7 +84,7 @@ async def test_escape_cancels_every_stream_and_closes(client, demo_root):
 
 
 async def test_without_a_station_the_panes_show_the_raw_answers(client):
-    app = Host(lambda: VariationsScreen(client, PROMPT, race_messages(PROMPT), 2))
+    app = ScreenHost(lambda: VariationsScreen(client, PROMPT, race_messages(PROMPT), 2))
     async with app.run_test(size=(140, 40)) as pilot:
         screen = app.screen
         await wait_for(pilot, lambda: screen.settled, what="both answers")
