@@ -26,6 +26,8 @@ class RaceResult:
     profile: str
     prompt: str
     text: str
+    # the lane's timing, so the answer taken enters the session report with what it cost
+    stats: StreamStats | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

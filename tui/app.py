@@ -645,11 +645,16 @@ class SparkApp(App):
 
     def _race_taken(self, result) -> None:
         if result is not None:
-            self._adopt_answer(result.profile, result.prompt, result.text)
+            self._adopt_answer(result.profile, result.prompt, result.text, result.stats, kind="race")
 
     @work(exclusive=True, group="answer")
-    async def _adopt_answer(self, profile: str, prompt: str, text: str) -> None:
-        """Load an answer produced elsewhere (race, variations) into the accept/reject loop."""
+    async def _adopt_answer(self, profile: str, prompt: str, text: str, stats=None, *,
+                            kind: str | None = None) -> None:
+        """Load an answer produced elsewhere (race, variations) into the accept/reject loop.
+
+        With the stream's `stats` (a race lane) the answer is recorded in the session with
+        its timing; without them (variations record their own streams) it is not counted twice.
+        """
         run = AnswerRun(self.workspace, prompt, profile)
         run.origin = f"taken from {profile}"
         self.answer, self.review, self.settled = run, None, False
@@ -659,8 +664,16 @@ class SparkApp(App):
 
         run.feed(text, count_tokens(text))
         run.finish("stop")
+        if stats is not None:
+            run.stats = stats
         await self._rebuild_now()
-        await asyncio.to_thread(self.station.answer_finished, run, self.review, recorded=False)
+        if stats is not None and kind is not None:
+            self.station.recorder.prompt(run.request_id, prompt, profile, kind=kind)
+        info = self._profile_info(profile)
+        await asyncio.to_thread(self.station.answer_finished, run, self.review, recorded=stats is not None,
+                                chip=info.get("chip"), model=info.get("model"))
+        self._dirty = True
+        self._paint()  # the status bar shows the taken answer's own tokens, TTFT and speed
         self.query_one(DiffView).focus()
         self._after_stream(run)
 

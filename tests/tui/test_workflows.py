@@ -248,3 +248,26 @@ async def test_fuzzy_file_picker_adds_files_to_the_chat(demo_root, core_url):
         await pilot.press("tab", *"readme", "enter")
         await wait_for(pilot, lambda: len(app.station.context.files) == 2, what="the second file")
         assert ("README.md", True) in [(f.path, f.read_only) for f in app.station.context.files]
+
+
+async def test_race_from_the_app_loads_the_taken_answer_with_its_timing(demo_root, core_url):
+    import json
+
+    from tui.screens.race import RaceScreen
+
+    app = SparkApp(demo_root, core_url)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await _ready(pilot, app)
+        app.query_one("#prompt").value = "add an --unpaid-only flag to the command line"
+        await pilot.press("ctrl+r")
+        await wait_for(pilot, lambda: isinstance(app.screen, RaceScreen), what="the race")
+        await wait_for(pilot, lambda: app.screen.race.lane("spark").finished, what="spark's lane")
+        await pilot.press("1")
+        await wait_for(pilot, lambda: not isinstance(app.screen, RaceScreen) and app.answer is not None
+                       and app.settled, what="the taken answer")
+        assert app.answer.origin == "taken from spark" and app.answer.hunks
+        status = app.query_one("#status")
+        assert status.tokens > 0 and status.ttft_ms is not None
+        events = [json.loads(line) for line in app.station.recorder.path.read_text().splitlines()]
+        assert any(e["type"] == "prompt" and e.get("kind") == "race" for e in events)
+        assert any(e["type"] == "answer_done" and e.get("profile") == "spark" for e in events)

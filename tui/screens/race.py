@@ -155,7 +155,7 @@ class RaceScreen(ModalScreen[RaceResult | None]):
             self.notify(f"{lane.profile} {why}", severity="warning")
             return
         await self._cancel_running()
-        self.dismiss(RaceResult(lane.profile, self.prompt, lane.text))
+        self.dismiss(RaceResult(lane.profile, self.prompt, lane.text, lane.stats))
 
     async def action_take_focused(self) -> None:
         focused = self.focused
