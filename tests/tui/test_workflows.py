@@ -271,3 +271,29 @@ async def test_race_from_the_app_loads_the_taken_answer_with_its_timing(demo_roo
         events = [json.loads(line) for line in app.station.recorder.path.read_text().splitlines()]
         assert any(e["type"] == "prompt" and e.get("kind") == "race" for e in events)
         assert any(e["type"] == "answer_done" and e.get("profile") == "spark" for e in events)
+
+
+async def test_a_plain_folder_without_git_accepts_and_undoes_through_the_journal(tmp_path, monkeypatch):
+    from core.demo import write_demo
+    from core.embedded import EmbeddedCore
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    root = write_demo(tmp_path / "plain", git=False)
+    assert not (root / ".git").exists()
+    report = root / "invoicer" / "report.py"
+    before = report.read_text()
+    core = EmbeddedCore(project_root=root)
+    url = core.start()
+    try:
+        app = SparkApp(root, url)
+        async with app.run_test(size=(150, 44)) as pilot:
+            await _send(pilot, app, "format_money should show negative amounts in parentheses")
+            await asyncio.sleep(0.6)
+            await _accept_everything(pilot, app)
+            assert "({-amount:,.2f})" in report.read_text()
+            await pilot.press("ctrl+z")
+            await wait_for(pilot, lambda: report.read_text() == before, what="the undo from the journal")
+    finally:
+        core.stop()
+    assert not (root / ".git").exists()
