@@ -167,10 +167,6 @@ class AnswerRun:
         return result
 
 
-def open_workspace(root: Path) -> Workspace:
-    return Workspace(root)
-
-
 # -- the workstation: everything one `spark` session knows besides the screen ----------------
 
 @dataclass
