@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,23 @@ from pathlib import Path
 from core.workspace.files import SPARK_DIR, TEMP_SUFFIX
 
 _ALWAYS = (".git", SPARK_DIR)
+
+# Files editors write beside the real one while saving (vim's 4913 probe and swap files,
+# emacs locks and autosaves, JetBrains safe-write copies, GNOME's output streams, sed -i):
+# they mean nothing to the user, so they are never reported as changes.
+_EDITOR_TEMP = re.compile(
+    r"""(^|/)(
+        4913 | \.[^/]*\.sw[a-px] | [^/]*~ | \.\#[^/]* | \#[^/]*\# |
+        [^/]*___jb_(tmp|old|bak)___ | \.goutputstream-[^/]* | sed[A-Za-z0-9]{6} |
+        \.[^/]*\.tmp\.\d+ | [^/]*\.crswap | \.~lock\.[^/]*\#
+    )$""",
+    re.VERBOSE,
+)
+
+
+def is_editor_temp(rel: str) -> bool:
+    """True for a file an editor writes while saving (not a change of the user's files)."""
+    return _EDITOR_TEMP.search(rel) is not None
 
 
 @dataclass(frozen=True, order=True)
@@ -43,6 +61,7 @@ class IgnoreRules:
     def reload(self) -> None:
         """Re-read every .gitignore (call when one of them changes)."""
         specs: dict[str, object] = {}
+        self.files: set[str] = set()  # files present at the last walk (to tell "modified" from "added")
         top: list[str] = list(self.extra)
         exclude = self.root / ".git" / "info" / "exclude"
         if exclude.is_file():
@@ -55,13 +74,14 @@ class IgnoreRules:
             if ".gitignore" in files:
                 lines = (Path(folder) / ".gitignore").read_text("utf-8", "replace").splitlines()
                 specs[rel_dir] = self._spec(top + lines if rel_dir == "" else lines)
+            self.files.update(f"{rel_dir}/{name}".lstrip("/") for name in files)
             dirs[:] = [d for d in dirs if d not in _ALWAYS
                        and not self.ignored(f"{rel_dir}/{d}".lstrip("/"), is_dir=True)]
 
     def ignored(self, rel: str, *, is_dir: bool = False) -> bool:
         """True when rel (root-relative POSIX path) is ignored by the rules."""
         parts = rel.split("/")
-        if parts[0] in _ALWAYS or rel.endswith(TEMP_SUFFIX):
+        if parts[0] in _ALWAYS or rel.endswith(TEMP_SUFFIX) or (not is_dir and is_editor_temp(rel)):
             return True
         for i in range(len(parts)):
             base = "/".join(parts[:i])
@@ -85,6 +105,10 @@ async def watch_tree(root: Path, stop_event: asyncio.Event | None = None, *,
 
     Changes arriving within `debounce_ms` of each other come as one batch, one entry per
     path (the last kind wins).  A changed .gitignore reloads the rules.
+
+    Editors save by writing a new file and renaming it over the old one, which the OS
+    reports as "added": a path that existed before is reported "modified", so the user
+    sees what happened to their file rather than how the editor did it.
     """
     import watchfiles
 
@@ -104,11 +128,25 @@ async def watch_tree(root: Path, stop_event: asyncio.Event | None = None, *,
                                        step=min(50, max(1, debounce_ms // 2)),
                                        stop_event=stop_event, recursive=True):
         latest: dict[str, str] = {}
-        for change, path in raw:
+        for change, path in sorted(raw, key=lambda item: item[0] != watchfiles.Change.deleted):
             rel = Path(path).relative_to(root).as_posix()
             if os.path.isdir(path):
                 continue
             latest[rel] = kinds.get(change, "modified")
+        known = rules.files
+        for rel, kind in list(latest.items()):
+            exists = os.path.isfile(root / rel)
+            if kind == "deleted" and exists:
+                kind = "modified"  # deleted and written again within one batch: a save
+            elif kind == "added" and rel in known:
+                kind = "modified"
+            elif kind != "deleted" and not exists:
+                kind = "deleted"
+            latest[rel] = kind
+            if kind == "deleted":
+                known.discard(rel)
+            else:
+                known.add(rel)
         if any(r == ".gitignore" or r.endswith("/.gitignore") for r in latest):
             rules.reload()
         batch = sorted(FileChange(p, k) for p, k in latest.items())

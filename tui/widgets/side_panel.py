@@ -9,6 +9,8 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 MAX_CHANGES = 12
+# What happened to a file, in words of the same width: "spark" is a write of ours.
+CHANGE_LABELS = {"added": "new  ", "modified": "edit ", "deleted": "del  ", "spark": "spark"}
 
 
 class SidePanel(VerticalScroll):
@@ -40,7 +42,7 @@ class SidePanel(VerticalScroll):
         for stamp, kind, path in self._changes:
             style = {"added": "green", "deleted": "red", "spark": "cyan"}.get(kind, "yellow")
             text.append(time.strftime("%H:%M:%S ", time.localtime(stamp)), style="dim")
-            text.append(f"{kind[:3]} ", style=style)
+            text.append(f"{CHANGE_LABELS.get(kind, kind)} ", style=style)
             text.append(f"{path}\n")
         self.query_one("#changes", Static).update(text)
 

@@ -49,3 +49,50 @@ async def test_watch_reports_changes_and_skips_ignored(tmp_path):
     assert {c.path for c in changes} == {"a.py", "b.py"}
     assert FileChange("b.py", "added") in changes
     assert all(isinstance(b, list) and b == sorted(b) for b in batches)
+
+
+def test_editor_temp_files_are_ignored(tmp_path):
+    rules = IgnoreRules(tmp_path)
+    for temp in ["4913", "src/.app.py.swp", "src/.app.py.swx", "app.py~", ".#app.py", "#app.py#",
+                 "app.py___jb_tmp___", "app.py___jb_old___", ".goutputstream-AB12CD", "sedXy12Zq",
+                 "src/.~lock.notes.odt#"]:
+        assert rules.ignored(temp), temp
+    for real in ["app.py", "src/swap.py", "notes~draft.md", "sed.py", "4913.py", "src/4913x"]:
+        assert not rules.ignored(real), real
+
+
+async def _watch_until(root, action, wanted, timeout_steps=60):
+    stop, ready, batches = asyncio.Event(), asyncio.Event(), []
+    task = asyncio.create_task(_collect(root, stop, batches, ready))
+    await ready.wait()
+    await asyncio.sleep(0.3)
+    action()
+    for _ in range(timeout_steps):
+        await asyncio.sleep(0.05)
+        if wanted <= {c.path for b in batches for c in b}:
+            break
+    stop.set()
+    await asyncio.wait_for(task, 5)
+    return [c for b in batches for c in b]
+
+
+async def test_a_save_by_rename_is_reported_as_modified(tmp_path):
+    """vim, JetBrains and most editors write a temp file and rename it over the original."""
+    import os
+
+    (tmp_path / "app.py").write_text("x = 1\n")
+
+    def save_like_an_editor():
+        (tmp_path / "4913").write_text("")
+        (tmp_path / "4913").unlink()
+        (tmp_path / ".app.py.swp").write_text("swap")
+        tmp = tmp_path / "app.py___jb_tmp___"
+        tmp.write_text("x = 2\n")
+        os.replace(tmp, tmp_path / "app.py")
+        (tmp_path / "new.py").write_text("y = 1\n")
+
+    changes = await _watch_until(tmp_path, save_like_an_editor, {"app.py", "new.py"})
+    assert {c.path for c in changes} == {"app.py", "new.py"}
+    kinds = {c.path: c.kind for c in changes}
+    assert kinds["app.py"] == "modified"
+    assert kinds["new.py"] == "added"
