@@ -116,14 +116,25 @@ _HANDLERS = {"add": _add, "read": _read, "drop": _drop, "files": _files, "clear"
              "context": _context}
 
 
+def describe_item(item: dict) -> str:
+    """One section item in words: a file's path, a turn's number, else its counts as "N key"."""
+    if item.get("path"):
+        return str(item["path"]) + (" (missing)" if item.get("missing") else "")
+    if "turn" in item:
+        return f"turn {item['turn']}"
+    return ", ".join(_count(key, value) if isinstance(value, int) else f"{key}: {value}"
+                     for key, value in item.items())
+
+
+def _count(noun: str, n: int) -> str:
+    return f"{n:,} {noun[:-1] if n == 1 and noun.endswith('s') else noun}"
+
+
 def format_report(report: ContextReport) -> str:
     """A plain-text table of the sections, for /context and `spark context`."""
     lines = [f"{'section':<16}{'tokens':>9}  contents"]
     for s in report.sections:
-        what = ", ".join(
-            str(item.get("path") or (f"turn {item['turn']}" if "turn" in item else item))
-            for item in s.items[:6]
-        )
+        what = ", ".join(describe_item(item) for item in s.items[:6])
         if len(s.items) > 6:
             what += f", ... ({len(s.items)} in all)"
         lines.append(f"{s.name:<16}{s.tokens:>9,}  {what or s.note}".rstrip())

@@ -100,3 +100,16 @@ def test_spark_context_takes_the_window_from_a_profile(project: Path, capsys, mo
     assert json.loads(capsys.readouterr().out)["window"] == 16000
     assert main(["context", str(project), "--profile", "nope"]) == 2
     assert "no such profile" in capsys.readouterr().err
+
+
+def test_context_lists_every_item_in_words_never_a_raw_dict(project: Path):
+    """/context once printed "{'rejections': 1}" for the prompt section."""
+    ctx = ChatContext(project, 32000)
+    ctx.add(["app/dates.py"])
+    ctx.record_exchange("add docstrings", "done", None)
+    ctx.add_rejection("app/dates.py", "-a\n+b\n", "too long")
+    text = run(ctx, "/context").text
+    assert "{" not in text and "'" not in text
+    prompt_row = next(line for line in text.splitlines() if line.startswith("prompt"))
+    assert "1 rejection" in prompt_row and "rejections" not in prompt_row
+    assert "turn 1" in text and "app/dates.py" in text
