@@ -26,7 +26,10 @@ class HelpScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close")]
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
-    HelpScreen > VerticalScroll { width: 84; height: 80%; border: round $accent; background: $surface; padding: 1 2; }
+    HelpScreen > VerticalScroll {
+        width: 96%; max-width: 84; height: 90%; max-height: 40;
+        border: round $accent; background: $surface; padding: 0 1;
+    }
     """
 
     def __init__(self, bindings: list[tuple[str, str, str]]) -> None:
