@@ -16,13 +16,13 @@ import json
 import logging
 import os
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketException
 
 from core import protocol as P
+from core.protocol import Delta, Done, Info  # the stream's events are the protocol's typed frames
 from core.auth import client_token
 
 log = logging.getLogger(__name__)
@@ -44,28 +44,6 @@ class CoreConnectionError(CoreError):
 
     def __init__(self, message: str) -> None:
         super().__init__("connect_failed", message)
-
-
-@dataclass(frozen=True)
-class Delta:
-    text: str
-    tokens: int
-
-
-@dataclass(frozen=True)
-class Info:
-    """Extension events for a stream, e.g. event="steered"."""
-
-    event: str
-    data: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Done:
-    reason: str
-    usage: dict[str, int]
-    timing: dict[str, Any]
-    source: dict[str, Any] = field(default_factory=dict)
 
 
 class Stream:
@@ -134,7 +112,7 @@ class CoreClient:
         self.server: dict[str, Any] = {}
         self._ws: ClientConnection | None = None
         self._streams: dict[str, Stream] = {}
-        self._pings: dict[int, asyncio.Future] = {}
+        self._pings: dict[int, asyncio.Future[P.Pong]] = {}
         self._ids = itertools.count(1)
         self._prefix = f"c{os.getpid()}-{id(self) & 0xFFFF:x}-"
         self._reader: asyncio.Task | None = None
@@ -181,25 +159,29 @@ class CoreClient:
                                       f"{exc or type(exc).__name__}") from None
         try:
             await ws.send(P.encode({"type": "hello", "protocol": P.PROTOCOL_VERSION}))
-            reply = json.loads(await asyncio.wait_for(ws.recv(), timeout))
+            raw = await asyncio.wait_for(ws.recv(), timeout)
         except TimeoutError:
             await ws.close()
             raise CoreConnectionError(f"{self.url} did not answer hello within {timeout:g} s"
                                       ) from None
-        except (ConnectionClosed, ValueError, RecursionError) as exc:
+        except ConnectionClosed as exc:
             await ws.close()
             raise CoreConnectionError(f"{self.url} did not answer hello: "
                                       f"{type(exc).__name__}: {exc}") from None
-        if not isinstance(reply, dict) or reply.get("type") != "welcome":
+        try:
+            reply = P.parse_server_frame(raw)
+        except P.ProtocolError as exc:
             await ws.close()
-            if isinstance(reply, dict) and reply.get("type") == "error":
-                raise CoreConnectionError(f"{self.url} refused hello: {reply.get('code')}: "
-                                          f"{reply.get('message')}")
-            raise CoreConnectionError(f"{self.url} answered hello with {reply!r:.200}")
-        profiles = reply.get("profiles")
-        self.profiles = [p for p in profiles if isinstance(p, dict)] if isinstance(
-            profiles, list) else []
-        self.server = reply.get("server") if isinstance(reply.get("server"), dict) else {}
+            raise CoreConnectionError(f"{self.url} did not answer hello with a welcome: "
+                                      f"{exc.message} ({raw!r:.200})") from None
+        if not isinstance(reply, P.Welcome):
+            await ws.close()
+            if isinstance(reply, P.ErrorFrame):
+                raise CoreConnectionError(f"{self.url} refused hello: {reply.code}: "
+                                          f"{reply.message}")
+            raise CoreConnectionError(f"{self.url} answered hello with {raw!r:.200}")
+        self.profiles = list(reply.profiles)
+        self.server = dict(reply.server)
         self._ws = ws
         self._connected.set()
         self._set_state(CONNECTED)
@@ -209,52 +191,43 @@ class CoreClient:
         try:
             async for raw in ws:
                 try:
-                    frame = json.loads(raw)
-                    if not isinstance(frame, dict):
-                        raise TypeError("not an object")
-                    self._route(frame)
-                except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
-                    log.warning("ignoring malformed frame from core: %.200r", raw)
+                    self._route(P.parse_server_frame(raw))
+                except P.ProtocolError as exc:
+                    log.warning("ignoring malformed frame from core (%s: %s): %.200r",
+                                exc.code, exc.message, raw)
         except ConnectionClosed:
             pass
         except Exception:  # whatever went wrong, streams must end and reconnect start
             log.exception("reading from the core failed")
         self._lost()
 
-    def _route(self, frame: dict) -> None:
-        kind, sid = frame.get("type"), frame.get("id")
-        if kind == "pong":
-            fut = self._pings.pop(frame.get("data"), None) if isinstance(
-                frame.get("data"), int) else None
+    def _route(self, frame: P.ServerFrame) -> None:
+        if isinstance(frame, P.Pong):
+            fut = self._pings.pop(frame.data, None) if isinstance(frame.data, int) else None
             if fut is not None and not fut.done():
                 fut.set_result(frame)
             return
-        stream = self._streams.get(sid) if isinstance(sid, str) else None
-        if stream is None:
-            if kind == "error":
-                log.warning("core error: %s: %s", frame.get("code"), frame.get("message"))
+        if isinstance(frame, P.Welcome):
+            log.warning("ignoring a second welcome from the core")
             return
-        if kind == "delta":
-            stream._feed(Delta(frame["text"], int(frame.get("tokens", 0))))
-        elif kind == "info":
-            data = {k: v for k, v in frame.items() if k not in ("type", "id", "event")}
-            stream._feed(Info(str(frame.get("event")), data))
-        elif kind == "done":
-            self._streams.pop(sid, None)
-            stream._feed(Done(frame["reason"], frame.get("usage", {}), frame.get("timing", {}),
-                              frame.get("source", {})))
-        elif kind == "error":
-            if frame.get("stream_continues"):  # about a frame we sent, not the stream
-                log.warning("core error for running stream %s: %s: %s", sid,
-                            frame.get("code"), frame.get("message"))
-                # the stream goes on; tell its reader (e.g. a steer it was refused)
-                stream._feed(Info("rejected", {"code": str(frame.get("code")),
-                                               "message": str(frame.get("message"))}))
-                return
-            self._streams.pop(sid, None)
-            extra = {k: v for k, v in frame.items()
-                     if k not in ("type", "id", "code", "message")}
-            stream._feed(CoreError(str(frame.get("code")), str(frame.get("message")), **extra))
+        stream = self._streams.get(frame.id) if frame.id is not None else None
+        if stream is None:
+            if isinstance(frame, P.ErrorFrame):
+                log.warning("core error: %s: %s", frame.code, frame.message)
+            return
+        if isinstance(frame, (Delta, Info)):
+            stream._feed(frame)
+        elif isinstance(frame, Done):
+            self._streams.pop(frame.id, None)
+            stream._feed(frame)
+        elif frame.extra.get("stream_continues"):  # about a frame we sent, not the stream
+            log.warning("core error for running stream %s: %s: %s", frame.id, frame.code,
+                        frame.message)
+            # the stream goes on; tell its reader (e.g. a steer it was refused)
+            stream._feed(Info(stream.id, "rejected", {"code": frame.code, "message": frame.message}))
+        else:
+            self._streams.pop(stream.id, None)
+            stream._feed(CoreError(frame.code, frame.message, **frame.extra))
 
     def _lost(self) -> None:
         """The socket ended: fail in-flight streams, then reconnect unless closing."""

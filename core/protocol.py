@@ -29,7 +29,7 @@ code and, when it could be read, the stream id, so the server can answer with an
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 PROTOCOL_VERSION = 1
@@ -218,6 +218,104 @@ def parse_client_frame(raw: str | bytes) -> ClientFrame:
         raise ProtocolError(E_INVALID_FIELD, "field 'type' must be a string", readable_id)
     raise ProtocolError(E_UNKNOWN_TYPE, f"unknown frame type '{_echo(kind)}' (known: hello, "
                         "generate, cancel, steer, ping)", readable_id)
+
+
+# ---- server frames, typed: the server builds them, the client parses them ----
+
+@dataclass(frozen=True)
+class Welcome:
+    protocol: int
+    profiles: list[dict[str, Any]]
+    server: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Delta:
+    id: str
+    text: str
+    tokens: int
+
+
+@dataclass(frozen=True)
+class Info:
+    """Extension events for a stream (e.g. event="steered", "source", "rejected")."""
+
+    id: str
+    event: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Done:
+    id: str
+    reason: str
+    usage: dict[str, Any]
+    timing: dict[str, Any]
+    source: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ErrorFrame:
+    id: str | None
+    code: str
+    message: str
+    extra: dict[str, Any] = field(default_factory=dict)  # e.g. stream_continues, retry_after_s
+
+
+@dataclass(frozen=True)
+class Pong:
+    data: Any
+    server_time: float
+
+
+ServerFrame = Welcome | Delta | Info | Done | ErrorFrame | Pong
+
+
+def parse_server_frame(raw: str | bytes) -> ServerFrame:
+    """Decode and validate one server frame, or raise :class:`ProtocolError`.
+
+    The client trusts nothing it has not read through here: a frame with a missing or
+    mistyped field is refused as a whole instead of half-applied to a stream.
+    """
+    try:
+        obj = json.loads(raw)
+    except (ValueError, RecursionError):
+        raise ProtocolError(E_INVALID_JSON, "server frame is not valid JSON") from None
+    if not isinstance(obj, dict):
+        raise ProtocolError(E_INVALID_JSON, "server frame must be a JSON object")
+    kind = obj.get("type")
+    sid = obj.get("id") if isinstance(obj.get("id"), str) else None
+    if kind == "welcome":
+        profiles = _field(obj, "profiles", list, None)
+        server = _field(obj, "server", dict, None, required=False) or {}
+        return Welcome(_field(obj, "protocol", int, None),
+                       [p for p in profiles if isinstance(p, dict)], server)
+    if kind == "pong":
+        time_ = _field(obj, "server_time", (int, float), None, required=False)
+        return Pong(obj.get("data"), float(time_ or 0.0))
+    if kind == "error":
+        extra = {k: v for k, v in obj.items() if k not in ("type", "id", "code", "message")}
+        return ErrorFrame(sid, str(_field(obj, "code", str, sid)),
+                          str(_field(obj, "message", str, sid)), extra)
+    if sid is None:
+        raise ProtocolError(E_INVALID_FIELD, f"server frame {_echo(kind)} has no stream id")
+    if kind == "delta":
+        tokens = _field(obj, "tokens", int, sid, required=False) or 0
+        if tokens < 0:
+            raise ProtocolError(E_INVALID_FIELD, "field 'tokens' must not be negative", sid)
+        return Delta(sid, _field(obj, "text", str, sid), tokens)
+    if kind == "info":
+        data = {k: v for k, v in obj.items() if k not in ("type", "id", "event")}
+        return Info(sid, str(_field(obj, "event", str, sid)), data)
+    if kind == "done":
+        reason = _field(obj, "reason", str, sid)
+        if reason not in DONE_REASONS:
+            raise ProtocolError(E_INVALID_FIELD, f"done reason {_echo(reason)} is not one of "
+                                f"{', '.join(DONE_REASONS)}", sid)
+        return Done(sid, reason, _field(obj, "usage", dict, sid, required=False) or {},
+                    _field(obj, "timing", dict, sid, required=False) or {},
+                    _field(obj, "source", dict, sid, required=False) or {})
+    raise ProtocolError(E_UNKNOWN_TYPE, f"unknown server frame type '{_echo(kind)}'", sid)
 
 
 # ---- server frame builders (dicts; the server serialises) ----
