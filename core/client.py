@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import logging
 import os
 from collections.abc import AsyncIterator, Callable
@@ -22,8 +21,8 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketException
 
 from core import protocol as P
-from core.protocol import Delta, Done, Info  # the stream's events are the protocol's typed frames
 from core.auth import client_token
+from core.protocol import Delta, Done, Info  # the stream's events are the protocol's typed frames
 
 log = logging.getLogger(__name__)
 CONNECTED, RECONNECTING, CLOSED = "connected", "reconnecting", "closed"

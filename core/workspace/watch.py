@@ -14,6 +14,8 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import pathspec
+
 from core.workspace.files import SPARK_DIR, TEMP_SUFFIX
 
 _ALWAYS = (".git", SPARK_DIR)
@@ -48,19 +50,16 @@ class IgnoreRules:
     """The tree's .gitignore files (root and nested) plus .git/info/exclude and extras."""
 
     def __init__(self, root: Path, extra: Sequence[str] = ()) -> None:
-        import pathspec
-
-        self._pathspec = pathspec
         self.root = Path(root).resolve()
         self.extra = tuple(extra)
         self.reload()
 
-    def _spec(self, lines: list[str]):
-        return self._pathspec.GitIgnoreSpec.from_lines(lines)
+    def _spec(self, lines: list[str]) -> pathspec.GitIgnoreSpec:
+        return pathspec.GitIgnoreSpec.from_lines(lines)
 
     def reload(self) -> None:
         """Re-read every .gitignore (call when one of them changes)."""
-        specs: dict[str, object] = {}
+        specs: dict[str, pathspec.GitIgnoreSpec] = {}
         self.files: set[str] = set()  # files present at the last walk (to tell "modified" from "added")
         top: list[str] = list(self.extra)
         exclude = self.root / ".git" / "info" / "exclude"
