@@ -1,0 +1,236 @@
+"""Fast checks on proposed file texts: syntax and ruff's error rules, in milliseconds.
+
+Why these and only these: they catch what accepting part of an answer breaks (an import
+hunk rejected -> undefined name; the use rejected -> unused import; a half-applied block
+-> syntax error) and they run on text, before anything is written anywhere.  Python syntax
+goes through `ast`, other languages through tree-sitter, JSON/TOML through their parsers;
+ruff runs on each changed Python file through stdin (``--isolated``: the user's config must
+not switch these rules off).
+
+`new_problems(before, after)` is what a caller shows: problems the change introduced, not
+the ones the file already had.  Lines shift under an edit, so problems are compared by
+(path, rule, message with line numbers blanked), counted as a multiset.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import subprocess
+import tomllib
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import cache
+
+from core.context.tags import language_for
+from core.detectors.ruff_rules import RuffUnavailable, ruff_binary
+from core.edits.hunks import Hunk
+
+# ruff's rules for code that fails when it runs (or is left over from a partial accept)
+ERROR_RULES: dict[str, str] = {
+    "F821": "undefined name",
+    "F822": "undefined name in __all__",
+    "F823": "local variable used before assignment",
+    "F811": "redefinition of an unused name",
+    "F401": "unused import",
+    "F632": "`is` comparison with a literal",
+    "F706": "`return` outside a function",
+    "F704": "`yield` outside a function",
+    "PLE0101": "`return` in `__init__`",
+}
+SYNTAX = "syntax"
+MAX_SYNTAX_ERRORS = 3  # per file: the first error explains the rest
+_LINE_NUMBERS = re.compile(r"\bline \d+")
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One thing wrong with a proposed file: where, which rule, and in words."""
+
+    path: str
+    line: int  # 1-based, in the proposed text
+    code: str  # "syntax" or a ruff rule id
+    message: str
+    end_line: int = 0  # 0: same as line
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """What stays the same when an edit moves the problem up or down the file."""
+        return self.path, self.code, _LINE_NUMBERS.sub("line N", self.message)
+
+    def short(self) -> str:
+        return f"{self.path}:{self.line}: {self.code} {self.message}"
+
+
+def quick_check(files: Mapping[str, str]) -> list[Problem]:
+    """Problems of each file text (path -> text, as it would be written), in path order.
+
+    A file with a syntax error gets only its syntax problems (ruff would say the same);
+    ruff runs concurrently for several Python files.  Raises nothing for bad input: a
+    file ruff cannot read simply has no ruff problems.
+    """
+    out: dict[str, list[Problem]] = {}
+    ruff_todo: list[tuple[str, str]] = []
+    for path in sorted(files):
+        text = files[path]
+        syntax = check_syntax(path, text)
+        out[path] = syntax
+        if not syntax and language_for(path) == "python" and text.strip():
+            ruff_todo.append((path, text))
+    if len(ruff_todo) == 1:
+        out[ruff_todo[0][0]] = check_ruff(*ruff_todo[0])
+    elif ruff_todo:
+        with ThreadPoolExecutor(max_workers=min(4, len(ruff_todo))) as pool:
+            for (path, _), found in zip(ruff_todo, pool.map(lambda pt: check_ruff(*pt),
+                                                            ruff_todo), strict=True):
+                out[path] = found
+    return [p for path in sorted(out) for p in out[path]]
+
+
+def new_problems(before: Iterable[Problem], after: Iterable[Problem]) -> list[Problem]:
+    """The problems in `after` that `before` did not have (by key, counting repeats)."""
+    seen = Counter(p.key for p in before)
+    fresh: list[Problem] = []
+    for p in after:
+        if seen[p.key] > 0:
+            seen[p.key] -= 1
+        else:
+            fresh.append(p)
+    return fresh
+
+
+# -- syntax ------------------------------------------------------------------------------
+
+
+def check_syntax(path: str, text: str) -> list[Problem]:
+    """Syntax problems of one file, by its extension; [] for kinds we cannot parse."""
+    lang = language_for(path)
+    if lang == "python":
+        return _python_syntax(path, text)
+    if lang is not None:
+        return _tree_sitter_syntax(path, lang, text)
+    lower = path.lower()
+    if lower.endswith(".json"):
+        try:
+            json.loads(text or "null")
+        except json.JSONDecodeError as exc:
+            return [Problem(path, exc.lineno, SYNTAX, f"invalid JSON: {exc.msg}")]
+    elif lower.endswith(".toml"):
+        try:
+            tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            m = re.search(r"line (\d+)", str(exc))
+            why = re.sub(r"\s*\(at [^)]*\)", "", str(exc))
+            return [Problem(path, int(m.group(1)) if m else 1, SYNTAX, f"invalid TOML: {why}")]
+    return []
+
+
+def _python_syntax(path: str, text: str) -> list[Problem]:
+    try:
+        ast.parse(text, filename=path)
+    except SyntaxError as exc:
+        line = exc.lineno or 1
+        return [Problem(path, line, SYNTAX, f"invalid Python: {exc.msg}",
+                        exc.end_lineno or line)]
+    except ValueError as exc:  # NUL bytes in source
+        return [Problem(path, 1, SYNTAX, f"invalid Python: {exc}")]
+    return []
+
+
+@cache
+def _parser(lang: str):  # a tree_sitter.Parser; imported lazily
+    import tree_sitter_language_pack as pack
+
+    return pack.get_parser(lang)  # type: ignore[arg-type]
+
+
+def _tree_sitter_syntax(path: str, lang: str, text: str) -> list[Problem]:
+    try:
+        parser = _parser(lang)
+    except Exception:  # noqa: BLE001 - a grammar missing from the pack: no check, not a crash
+        return []
+    tree = parser.parse(text.encode("utf-8", "replace"))
+    if not tree.root_node.has_error:
+        return []
+    problems: list[Problem] = []
+    stack = [tree.root_node]
+    while stack and len(problems) < MAX_SYNTAX_ERRORS:
+        node = stack.pop()
+        if node.is_error or node.is_missing:
+            what = f"missing {node.type}" if node.is_missing else "unexpected text"
+            problems.append(Problem(path, node.start_point[0] + 1, SYNTAX,
+                                    f"invalid {lang}: {what}", node.end_point[0] + 1))
+            continue
+        if node.has_error:
+            stack.extend(reversed(node.children))
+    return problems or [Problem(path, 1, SYNTAX, f"invalid {lang}")]
+
+
+# -- ruff --------------------------------------------------------------------------------
+
+
+def check_ruff(path: str, text: str, timeout: float = 20.0) -> list[Problem]:
+    """Ruff's error rules on one Python text, as if it were the file `path`."""
+    cmd = [
+        ruff_binary(), "check", "--isolated", "--no-cache", "--output-format", "json",
+        "--target-version", "py311", "--select", ",".join(ERROR_RULES),
+        "--stdin-filename", path or "edit.py", "--exit-zero", "-",
+    ]  # fmt: skip
+    try:
+        proc = subprocess.run(cmd, input=text, capture_output=True, text=True,
+                              timeout=timeout, check=False)
+        items = json.loads(proc.stdout or "[]") if proc.returncode == 0 else []
+    except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError, RuffUnavailable):
+        return []
+    out = []
+    for item in items:
+        code = item.get("code")
+        if code not in ERROR_RULES:
+            continue  # syntax errors come as code None; ast already reported them
+        out.append(Problem(path, item["location"]["row"], code, item.get("message", ""),
+                           item["end_location"]["row"]))
+    return sorted(out, key=lambda p: (p.line, p.code))
+
+
+# -- badges ------------------------------------------------------------------------------
+
+
+def new_line_ranges(hunks: Sequence[Hunk], accepted: set[str] | None = None
+                    ) -> dict[str, tuple[str, int, int]]:
+    """hunk id -> (path, first, last) 1-based lines the hunk occupies in the result text
+    of its file with the accepted hunks (all when None); a pure deletion occupies the
+    line just after it (first == last)."""
+    by_path: dict[str, list[Hunk]] = {}
+    for h in hunks:
+        if accepted is None or h.id in accepted:
+            by_path.setdefault(h.path, []).append(h)
+    out: dict[str, tuple[str, int, int]] = {}
+    for path, hs in by_path.items():
+        shift = 0
+        for h in sorted(hs, key=lambda h: (h.old_start, len(h.old_lines))):
+            first = h.old_start + shift
+            last = first + max(h.added, 1) - 1
+            out[h.id] = (path, first, last)
+            shift += h.added - h.removed
+    return out
+
+
+def problems_by_hunk(problems: Iterable[Problem], hunks: Sequence[Hunk],
+                     accepted: set[str] | None = None) -> dict[str, list[Problem]]:
+    """Badges: each problem on the accepted hunk whose new lines hold it, else on the
+    nearest accepted hunk of its file (a deletion can break a line it never touched).
+    Problems in files with no accepted hunk are under the key ""."""
+    ranges = new_line_ranges(hunks, accepted)
+    out: dict[str, list[Problem]] = {}
+    for p in problems:
+        mine = [(hid, a, b) for hid, (path, a, b) in ranges.items() if path == p.path]
+        if not mine:
+            out.setdefault("", []).append(p)
+            continue
+        hid = min(mine, key=lambda r: 0 if r[1] <= p.line <= r[2]
+                  else min(abs(p.line - r[1]), abs(p.line - r[2])))[0]
+        out.setdefault(hid, []).append(p)
+    return out
