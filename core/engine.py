@@ -94,7 +94,7 @@ class RateModel:
                            f"profile '{profile.name}': hwmodel cannot predict "
                            f"{profile.chip}/{profile.model} and no tokens_per_s is pinned")
 
-    def predicted(self, profile: Profile) -> dict[str, float | None]:
+    def predicted(self, profile: Profile) -> dict[str, Any]:
         try:
             r = self.rates(profile, batch=1, prompt_tokens=NOMINAL_PROMPT_TOKENS)
         except BackendError:
@@ -112,8 +112,8 @@ class LegResult:
     ttft_ms: float | None
     tokens_per_s: float | None
     source: dict[str, Any]
-    predicted: dict[str, float] | None
-    upstream: dict[str, float] | None
+    predicted: dict[str, Any] | None
+    upstream: dict[str, Any] | None
 
 
 class StreamJob:

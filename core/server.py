@@ -10,6 +10,7 @@ except frames over the transport limit (8 MiB).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from http import HTTPStatus
@@ -157,9 +158,9 @@ class Connection:
         job = self.engine.job(frame, self.send)
         self.jobs[frame.id] = job
         task = job.start()
-        task.add_done_callback(lambda _t, sid=frame.id, j=job: self._forget(sid, j))
+        task.add_done_callback(functools.partial(self._forgotten, frame.id, job))
 
-    def _forget(self, sid: str, job: StreamJob) -> None:
+    def _forgotten(self, sid: str, job: StreamJob, _task: "asyncio.Task[None]") -> None:
         if self.jobs.get(sid) is job:
             del self.jobs[sid]
 

@@ -25,6 +25,7 @@ import itertools
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from hwmodel.chips import ChipSpec, parallel_mode, resolve
 from hwmodel.errors import HwModelError
@@ -269,17 +270,19 @@ def fit_chip(points: list[Point]) -> dict:
         other = "prefill" if "decode" in phases else "decode"
         warnings.append(f"{next(iter(phases))} points only: the {other} terms stay at the spec defaults")
     theta0 = [min(max(t, lo), hi) for t, lo, hi in zip(_theta0(base), THETA_LO, THETA_HI)]
-    best = None
+    best: tuple[float, list[float], bool] | None = None
     for eager in (False, True):
         for branches in _candidates(points, works, eager, theta0, base):
             theta = _solve(points, works, branches, theta0, eager)
             loss = _objective(points, works, base, theta, theta0, eager)
             if best is None or loss < best[0]:
                 best = (loss, theta, eager)
+    if best is None:
+        raise HwModelError(f"cannot fit {base.name}: no candidate solution")
     _, theta, eager = best
     terms = _terms(theta, eager)
     chip = base.with_terms(**terms)
-    residuals = []
+    residuals: list[dict[str, Any]] = []
     for p, w in zip(points, works):
         t = time_of(w, chip)
         residuals.append({"model": p.model, "phase": p.phase, "batch": p.batch, "length": p.length,

@@ -11,6 +11,7 @@ import tomllib
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from hwmodel.errors import HwModelError
 
@@ -64,7 +65,8 @@ class ChipSpec:
         bad = set(terms) - set(TERMS)
         if bad:
             raise HwModelError(f"calibration has unknown terms {sorted(bad)}")
-        return dataclasses.replace(self, **{k: float(v) for k, v in terms.items()})
+        values: dict[str, Any] = {k: float(v) for k, v in terms.items()}
+        return dataclasses.replace(self, **values)
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ class BackendStream:
     source: dict[str, Any] = field(default_factory=dict)
     usage: dict[str, int] | None = None      # final counts when the backend knows them
     finish_reason: str | None = None         # "stop" | "length" as the backend reported
-    measured: dict[str, float] | None = None  # upstream timing measured by the backend
+    measured: dict[str, float | None] | None = None  # upstream timing measured by the backend
 
     def pieces(self) -> AsyncIterator[str]:  # pragma: no cover - overridden
         raise NotImplementedError

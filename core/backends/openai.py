@@ -286,15 +286,15 @@ class OpenAIBackend:
             code = response.status_code
             message = _upstream_message(response)
             if code == 429:
-                wait = parse_retry_after(response.headers.get("Retry-After"))
-                if (wait is not None and wait <= self.profile.max_retry_wait_s
+                retry_wait = parse_retry_after(response.headers.get("Retry-After"))
+                if (retry_wait is not None and retry_wait <= self.profile.max_retry_wait_s
                         and attempt < self.profile.max_retries):
                     attempt += 1
-                    await asyncio.sleep(wait)
+                    await asyncio.sleep(retry_wait)
                     continue
-                hint = f"; retry after {wait:g} s" if wait is not None else ""
+                hint = f"; retry after {retry_wait:g} s" if retry_wait is not None else ""
                 raise BackendError(P.E_RATE_LIMITED, f"{self.endpoint} is rate limiting "
-                                   f"(HTTP 429{hint}): {message}", retry_after_s=wait)
+                                   f"(HTTP 429{hint}): {message}", retry_after_s=retry_wait)
             if code in (401, 403):
                 env_hint = f" in ${self.profile.api_key_env}" if self.profile.api_key_env else ""
                 raise BackendError(P.E_AUTH, f"{self.endpoint} refused the API key{env_hint} "

@@ -175,7 +175,7 @@ class _Walker:
             if not isinstance(node, ast.ClassDef):
                 children.append(node.args)  # the return annotation is dropped
             else:
-                children += node.bases + node.keywords
+                children += [*node.bases, *node.keywords]
             children += _strip_docstring(node.body)
         elif isinstance(node, ast.arg):
             children = []  # its annotation is dropped: adding type hints is no edit

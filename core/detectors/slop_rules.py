@@ -277,8 +277,9 @@ def _string_lines(tree: ast.Module | None) -> set[int]:
     if tree is None:
         return rows
     for node in ast.walk(tree):
-        is_string = isinstance(node, (ast.Constant, ast.JoinedStr))
-        if is_string and node.end_lineno and node.end_lineno > node.lineno:
+        if not isinstance(node, (ast.Constant, ast.JoinedStr)):
+            continue
+        if node.end_lineno and node.end_lineno > node.lineno:
             rows.update(range(node.lineno, node.end_lineno + 1))
     return rows
 
@@ -353,7 +354,7 @@ def _repeats_in(
     func: ast.AST, first_seen: dict[str, int], nested: set[int]
 ) -> Iterator[RawFinding]:
     for node in ast.walk(func):
-        if id(node) in nested or not _constant_display(node):
+        if id(node) in nested or not isinstance(node, ast.expr) or not _constant_display(node):
             continue
         nested.add(id(node))
         key = ast.dump(node)

@@ -85,9 +85,10 @@ def _target(rel: str, before: bytes | None, after: bytes | None, head: bytes | N
             raise ValueError("new in the working tree")
         lines = h_text.splitlines(keepends=True)
         moved = [rebase_hunk(h, lines) for h in make_hunks(rel, b_text, a_text)]
-        if any(m is None for m in moved):
+        placed = [m for m in moved if m is not None]
+        if len(placed) != len(moved):
             raise ValueError("the change overlaps uncommitted edits")
-        return encode(apply_hunks(h_text, moved), fmt, rel)
+        return encode(apply_hunks(h_text, placed), fmt, rel)
     except (ValueError, WorkspaceError) as exc:
         notes.append(f"{rel}: committed with your uncommitted edits in it ({exc})")
         return after
