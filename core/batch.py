@@ -15,12 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.errors import SparkError
+
 DEFAULT_MAX_PARALLEL = 4
 QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
 FINISHED = (DONE, FAILED, CANCELLED)
 
 
-class BatchError(ValueError):
+class BatchError(SparkError, ValueError):
     """A bad queue (empty, unreadable file) or a bad limit."""
 
 

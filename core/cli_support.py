@@ -6,8 +6,10 @@ import json
 import sys
 from typing import Any
 
+from core.errors import SparkError
 
-class CliError(Exception):
+
+class CliError(SparkError):
     """A user-facing command-line error: printed as one line on stderr, exit code 2."""
 
     exit_code = 2

@@ -22,13 +22,14 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketExce
 
 from core import protocol as P
 from core.auth import client_token
+from core.errors import SparkError
 from core.protocol import Delta, Done, Info  # the stream's events are the protocol's typed frames
 
 log = logging.getLogger(__name__)
 CONNECTED, RECONNECTING, CLOSED = "connected", "reconnecting", "closed"
 
 
-class CoreError(Exception):
+class CoreError(SparkError):
     """An `error` frame (or a lost connection) for a stream or request."""
 
     def __init__(self, code: str, message: str, **extra: Any) -> None:

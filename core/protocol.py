@@ -32,6 +32,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.errors import SparkError
+
 PROTOCOL_VERSION = 1
 MAX_FRAME_BYTES = 1024 * 1024  # frames above this get an error frame (connection stays up)
 MAX_ID_CHARS = 128
@@ -71,7 +73,7 @@ E_BAD_UPSTREAM = "bad_upstream_response"
 E_DISCONNECTED = "disconnected"
 
 
-class ProtocolError(Exception):
+class ProtocolError(SparkError):
     """A client frame the server cannot accept; becomes one ``error`` frame."""
 
     def __init__(self, code: str, message: str, stream_id: str | None = None) -> None:

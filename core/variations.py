@@ -11,11 +11,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from core.errors import SparkError
+
 DEFAULT_VARIATIONS = 4
 MAX_VARIATIONS = 16
 
 
-class VariationError(ValueError):
+class VariationError(SparkError, ValueError):
     """A bad count or index."""
 
 

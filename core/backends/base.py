@@ -11,8 +11,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from core.errors import SparkError
 
-class BackendError(Exception):
+
+class BackendError(SparkError):
     """Ends one stream with an `error` frame; the connection and other streams stay up."""
 
     def __init__(self, code: str, message: str, **extra: Any) -> None:

@@ -20,12 +20,13 @@ from typing import TYPE_CHECKING
 
 from core.context.tokens import estimate_tokens
 from core.context.tree import is_ignored
+from core.errors import SparkError
 
 if TYPE_CHECKING:
     from core.workspace.files import Workspace
 
 
-class ContextError(Exception):
+class ContextError(SparkError):
     """A request about the context that cannot be done, with the reason for the user."""
 
 

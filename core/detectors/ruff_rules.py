@@ -13,6 +13,8 @@ import subprocess
 from dataclasses import dataclass
 from functools import lru_cache
 
+from core.errors import SparkError
+
 # code -> (what is wrong, why it is slop); our words, ruff's message goes beside them
 RUFF_RULES: dict[str, str] = {
     "PERF401": "A loop that only appends to a list is a list comprehension written longhand.",
@@ -56,7 +58,7 @@ class RawFinding:
     fix_safe: bool = False
 
 
-class RuffUnavailable(RuntimeError):
+class RuffUnavailable(SparkError, RuntimeError):
     """ruff is not installed or could not run."""
 
 

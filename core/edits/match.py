@@ -10,6 +10,8 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
+from core.errors import SparkError
+
 FUZZY_THRESHOLD = 0.88  # difflib ratio a window must reach to count as the match
 FUZZY_MIN_LINES = 3  # fewer non-blank SEARCH lines: too little to tell places apart
 FUZZY_MARGIN = 0.05  # a rival window this close to the best makes the match ambiguous
@@ -31,7 +33,7 @@ class Match:
     indent_map: tuple[tuple[str, str], ...] = ()
 
 
-class MatchError(Exception):
+class MatchError(SparkError):
     """No match, or several: the message names the file and shows the closest lines."""
 
 

@@ -14,6 +14,8 @@ from typing import Any
 
 import pathspec
 
+from core.errors import SparkError
+
 MODES = ("flag", "require-base", "off")
 
 DEFAULT_GLOBS: tuple[str, ...] = (
@@ -36,7 +38,7 @@ DEFAULT_GLOBS: tuple[str, ...] = (
 DEFAULT_FAST_PROFILES: tuple[str, ...] = ("spark",)
 
 
-class GuardConfigError(ValueError):
+class GuardConfigError(SparkError, ValueError):
     """A bad `[guards]` table; the message names the key."""
 
 

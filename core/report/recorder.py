@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.errors import SparkError
 from core.guards.secrets import redact
 
 SPARK_DIR = ".spark"
@@ -29,7 +30,7 @@ FORMAT_VERSION = 1
 _ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
-class RecorderError(ValueError):
+class RecorderError(SparkError, ValueError):
     """A bad session id or a path outside `.spark/`."""
 
 

@@ -4,6 +4,8 @@ written.  Modules: checks (milliseconds), shadow (the scratch copy), detect/sele
 tests), runner (one test process), verifier (orchestration), fixloop (send failures back).
 """
 
+from core.errors import SparkError
 
-class VerifyError(Exception):
+
+class VerifyError(SparkError):
     """Verification could not run (no tree, a bad `[verify]` setting); says why."""

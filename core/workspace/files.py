@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from core.errors import SparkError
+
 TEMP_SUFFIX = ".spark-tmp"
 SPARK_DIR = ".spark"
 IGNORE_FILE = ".sparkignore"  # gitignore syntax: paths edits may never touch
@@ -26,7 +28,7 @@ _SNIFF = 8192
 _CONTROL = bytes(b for b in range(32) if b not in (9, 10, 11, 12, 13, 27)) + b"\x7f"
 
 
-class WorkspaceError(Exception):
+class WorkspaceError(SparkError):
     """A refused path or an unreadable/unwritable file, with the reason."""
 
 
