@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench install tools clean
+.PHONY: run test bench install tools clean typecheck
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,6 +26,10 @@ run: $(STAMP)
 
 test: $(STAMP) tools
 	$(BIN)/python -m pytest -n 2 --dist loadgroup
+
+# types of core/, tui/ and hwmodel/ (settings in pyproject's [tool.mypy])
+typecheck: $(STAMP)
+	$(BIN)/python -m mypy
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
