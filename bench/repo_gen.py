@@ -41,8 +41,8 @@ def _name(rng: random.Random, used: set[str]) -> str:
 def _body(rng: random.Random, params: list[str], callees: list[str], indent: str) -> list[str]:
     """A function body of 6-30 lines: a docstring, a loop, a branch, calls, a return."""
     p = params[0] if params else "value"
-    lines = [f'{indent}"""{rng.choice(_VERBS).capitalize()} the {rng.choice(_NOUNS)} '
-             f'and return what the caller needs."""']
+    lines = [(f'{indent}"""{rng.choice(_VERBS).capitalize()} the {rng.choice(_NOUNS)} '
+             f'and return what the caller needs."""')]
     lines.append(f"{indent}result = []")
     for _ in range(rng.randint(1, 4)):
         call = rng.choice(callees) if callees else "len"
@@ -69,8 +69,8 @@ def _module(rng: random.Random, package: str, index: int, imports: list[tuple[st
     """Source of one module and the public names it defines."""
     used: set[str] = set()
     callees = [n for _, names in imports for n in names]
-    out = [f'"""{package} module {index}: {rng.choice(_NOUNS)} handling for the '
-           f'{rng.choice(_NOUNS)} pipeline."""', "", "from __future__ import annotations", "",
+    out = [(f'"""{package} module {index}: {rng.choice(_NOUNS)} handling for the '
+           f'{rng.choice(_NOUNS)} pipeline."""'), "", "from __future__ import annotations", "",
            "import os", "import re", ""]
     for mod, names in imports:
         out.append(f"from {mod} import {', '.join(names)}")
