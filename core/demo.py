@@ -43,9 +43,20 @@ def write_demo(target: Path | None = None, *, git: bool = True) -> Path:
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_text(content, encoding="utf-8")
     (target / ".gitignore").write_text("__pycache__/\n.spark/\n.pytest_cache/\n", encoding="utf-8")
+    mark_demo(target)
     if git:
         _init_repo(target)
     return target
+
+
+def mark_demo(root: Path) -> None:
+    """Mark ``root`` as a demo: its profiles replay the recordings (core.config reads it)."""
+    from core.config import DEMO_MARKER
+
+    marker = root / DEMO_MARKER
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text("written by `spark demo`: answers here are recordings\n",
+                      encoding="utf-8")
 
 
 def _init_repo(root: Path) -> None:

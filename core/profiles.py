@@ -9,24 +9,17 @@ should cost the user seconds, not a debugging session.
 
 from __future__ import annotations
 
-import difflib
-import math
-import os
-import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from core.cli_support import CliError
+from core import config as _config
+from core.config import BUILTIN_FILE, PROJECT_FILE, ConfigError
 
-BUILTIN_FILE = Path(__file__).with_name("default_profiles.toml")
-PROJECT_FILE = ".spark.toml"
+__all__ = ["BUILTIN_FILE", "PROJECT_FILE", "ConfigError", "CoreConfig", "Profile",
+           "load_config", "merge_profile_layers", "user_config_file"]
 BACKENDS = ("replay", "openai")
 PACING = ("model", "pinned")
-
-
-class ConfigError(CliError):
-    """A bad config file; the message names the file, the profile and the field."""
 
 
 @dataclass(frozen=True)
@@ -82,57 +75,23 @@ assert set(_PROFILE_TYPES) == {f.name for f in fields(Profile)} - {"name"}
 
 
 def user_config_file() -> Path:
-    from platformdirs import user_config_dir
-
-    return Path(user_config_dir("sparkstation")) / "config.toml"
-
-
-def _read(path: Path) -> dict[str, Any]:
-    try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: not UTF-8 text ({exc.reason} at byte "
-                          f"{exc.start})") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{path}: cannot read: it is a folder, not a TOML file") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-
-
-def _unknown(path: Path, where: str, key: str, known: Any) -> ConfigError:
-    close = difflib.get_close_matches(key, list(known), n=1)
-    hint = f"; did you mean '{close[0]}'?" if close else f" (known: {', '.join(sorted(known))})"
-    return ConfigError(f"{path}: {where}: unknown field '{key}'{hint}")
+    return _config.user_config_file()
 
 
 def _check_type(path: Path, where: str, key: str, value: Any, kinds: tuple[type, ...]) -> None:
-    ok = isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds)
-    if ok and isinstance(value, float) and not math.isfinite(value):
-        raise ConfigError(f"{path}: {where}: field '{key}' must be a finite number, "
-                          f"got {value!r}")
-    if not ok:
-        want = " or ".join({"str": "a string", "int": "an integer", "float": "a number",
-                            "list": "a list"}[k.__name__] for k in kinds)
-        raise ConfigError(f"{path}: {where}: field '{key}' must be {want}, "
-                          f"got {type(value).__name__} {value!r}")
+    problem = _config.type_problem(value, kinds)
+    if problem:
+        raise ConfigError(f"{path}: {where}: field '{key}' {problem}")
 
 
 def _merge_layer(path: Path, doc: dict[str, Any], raw: dict[str, dict[str, Any]],
                  core: dict[str, Any]) -> None:
-    for top in doc:  # other areas own other tables; only near-misses of ours are typos
-        if top not in ("core", "profiles"):
-            close = difflib.get_close_matches(top, ["core", "profiles"], n=1, cutoff=0.75)
-            if close:
-                raise ConfigError(f"{path}: unknown table [{top}]; did you mean [{close[0]}]?")
     section = doc.get("core", {})
     if not isinstance(section, dict):
         raise ConfigError(f"{path}: [core] must be a table")
     for key, value in section.items():
         if key not in _CORE_TYPES:
-            raise _unknown(path, "[core]", key, _CORE_TYPES)
+            raise _config.unknown_field(path, "[core]", key, _CORE_TYPES)
         _check_type(path, "[core]", key, value, _CORE_TYPES[key])
         core[key] = value
         core[f"__file__{key}"] = path
@@ -146,7 +105,7 @@ def _merge_layer(path: Path, doc: dict[str, Any], raw: dict[str, dict[str, Any]]
         entry = raw.setdefault(name, {"__file__": path})
         for key, value in body.items():
             if key not in _PROFILE_TYPES:
-                raise _unknown(path, where, key, _PROFILE_TYPES)
+                raise _config.unknown_field(path, where, key, _PROFILE_TYPES)
             _check_type(path, where, key, value, _PROFILE_TYPES[key])
             if key == "cassettes":
                 if not all(isinstance(v, str) for v in value):
@@ -207,32 +166,32 @@ def _finish(name: str, entry: dict[str, Any], env: dict[str, str]) -> Profile:
     return Profile(name=name, **values)
 
 
-def load_config(*, config_file: Path | None = None, project_root: Path | None = None,
-                env: dict[str, str] | None = None) -> CoreConfig:
-    """Load built-in profiles, then ``config_file`` (default: the user's), then the project's.
-
-    An explicit ``config_file`` must exist; the default user file and the project file are
-    optional.
-    """
-    env = dict(os.environ) if env is None else env
-    layers: list[Path] = [BUILTIN_FILE]
-    if config_file is not None:
-        config_file = Path(config_file).expanduser()
-        if not config_file.exists():
-            raise ConfigError(f"{config_file}: config file not found")
-        layers.append(config_file)
-    elif user_config_file().is_file():
-        layers.append(user_config_file())
-    if project_root is not None and (Path(project_root) / PROJECT_FILE).is_file():
-        layers.append(Path(project_root) / PROJECT_FILE)
+def merge_profile_layers(docs: list[tuple[Path, dict[str, Any]]],
+                         env: dict[str, str]) -> CoreConfig:
+    """`[core]` and `[profiles.*]` of every layer (lowest first), merged field by field."""
     raw: dict[str, dict[str, Any]] = {}
     core: dict[str, Any] = {}
-    for path in layers:
-        _merge_layer(path, _read(path), raw, core)
+    for path, doc in docs:
+        _merge_layer(path, doc, raw, core)
     profiles = {name: _finish(name, entry, env) for name, entry in raw.items()}
     for key in ("frame_ms", "max_frame_tokens", "max_streams_per_connection"):
         if key in core and core[key] <= 0:
             raise ConfigError(f"{core['__file__' + key]}: [core]: field '{key}' must be "
                               f"positive, got {core[key]!r}")
     values = {k: v for k, v in core.items() if not k.startswith("__file__")}
-    return CoreConfig(profiles=profiles, sources=tuple(layers), **values)
+    return CoreConfig(profiles=profiles, sources=tuple(p for p, _ in docs), **values)
+
+
+def load_config(*, config_file: Path | None = None, project_root: Path | None = None,
+                env: dict[str, str] | None = None) -> CoreConfig:
+    """Load built-in settings, the demo's profiles in the demo, then ``config_file``
+    (default: the user's), then the project's `.spark.toml`.
+
+    Every table of every file is validated (see :mod:`core.config`), not only the
+    profiles, so a bad `[guards]` fails here, before anything starts. An explicit
+    ``config_file`` must exist; the default user file and the project file are optional.
+    """
+    settings = _config.load_settings(config_file=config_file, project_root=project_root,
+                                     env=env)
+    core: CoreConfig = settings.core
+    return core

@@ -109,6 +109,7 @@ async def test_cancel_mid_ttft_is_immediate(tmp_path):
 def test_builtin_profiles_are_paced_by_hwmodel(tmp_path, monkeypatch):
     """Integration with hwmodel: spark is the fast profile, base the slow one."""
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("SPARK_DEMO_PROFILES", "1")  # the demo's spark/base pair
     engine = Engine(load_config(env={}))
     listed = {p["name"]: p for p in engine.profile_list()}
     spark, base = listed["spark"]["predicted"], listed["base"]["predicted"]

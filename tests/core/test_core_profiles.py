@@ -12,24 +12,33 @@ def _isolated_config(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
 
 
-def test_builtins_present():
-    cfg = load_config()
+def test_no_model_is_built_in_outside_the_demo(tmp_path):
+    """A user's project gets no recorded answers: no profile until the user configures one."""
+    assert load_config(project_root=tmp_path, env={}).profiles == {}
+
+
+def test_demo_profiles_only_in_a_demo_folder(tmp_path):
+    (tmp_path / ".spark").mkdir()
+    (tmp_path / ".spark" / "demo").write_text("demo\n")
+    cfg = load_config(project_root=tmp_path)
     assert {"spark", "base"} <= set(cfg.profiles)
     assert cfg.profiles["spark"].context_window == 128000
     assert cfg.profiles["spark"].backend == "replay"
+    assert cfg.profiles["spark"].cassettes  # the recordings are named, never implied
 
 
-def test_layers_override_field_by_field(tmp_path):
+def test_layers_override_field_by_field(tmp_path, monkeypatch):
     user = tmp_path / "xdg" / "sparkstation" / "config.toml"
     user.parent.mkdir(parents=True)
     user.write_text('[profiles.spark]\ntokens_per_s = 2000.0\n[core]\nframe_ms = 8\n')
     (tmp_path / ".spark.toml").write_text('[profiles.spark]\nttft_ms = 50\n'
                                           '[slop]\nanything = "belongs to others"\n')
+    monkeypatch.setenv("SPARK_DEMO_PROFILES", "1")
     cfg = load_config(project_root=tmp_path)
     spark = cfg.profiles["spark"]
     assert spark.tokens_per_s == 2000.0 and spark.ttft_ms == 50 and spark.chip == "cs-3"
     assert cfg.frame_ms == 8
-    assert len(cfg.sources) == 3
+    assert len(cfg.sources) == 4  # built-in, demo, user, project
 
 
 def _err(tmp_path: Path, text: str, env=None) -> str:
@@ -91,7 +100,8 @@ def test_unknown_core_key(tmp_path):
      ["profile 'x'", "'base_url'", "http://"]),
     ('[profiles.x]\nbackend = "openai"\napi_model = "m"\n', ["profile 'x'", "'base_url'"]),
     ('[profiles.x]\nbackend = "openai"\nbase_url = "http://h/v1"\n', ["'api_model'"]),
-    ('[profiles.spark]\nmax_retries = 1000\n', ["'max_retries'", "at most 10"]),
+    ('[profiles.spark]\nbackend = "replay"\ntokens_per_s = 9.0\nmax_retries = 1000\n',
+     ["'max_retries'", "at most 10"]),
     ('[profile.spark]\nbackend = "replay"\n', ["[profile]", "did you mean [profiles]"]),
     ('[profiles]\nspark = 3\n', ["profile 'spark'", "table"]),
     ('profiles = 3\n', ["[profiles]"]),
@@ -131,7 +141,8 @@ def test_not_utf8_and_folder_and_unreadable(tmp_path, monkeypatch):
 
 
 def test_project_layer_error_names_the_project_file(tmp_path):
-    (tmp_path / ".spark.toml").write_text('[profiles.spark]\ncontext_window = 0\n')
+    (tmp_path / ".spark.toml").write_text('[profiles.spark]\nbackend = "replay"\n'
+                                          'tokens_per_s = 9.0\ncontext_window = 0\n')
     with pytest.raises(ConfigError) as exc:
         load_config(project_root=tmp_path, env={})
     assert ".spark.toml: profile 'spark': field 'context_window'" in str(exc.value)
@@ -139,7 +150,8 @@ def test_project_layer_error_names_the_project_file(tmp_path):
 
 def test_other_areas_tables_are_left_alone(tmp_path):
     path = tmp_path / "ok.toml"
-    path.write_text('[slop]\nlimit = 3\n[ui]\ntheme = "x"\n[detectors]\na = 1\n')
+    path.write_text('[slop]\nlimit = 3\n[ui]\ntheme = "x"\n[detectors]\na = 1\n'
+                    '[profiles.spark]\nbackend = "replay"\ntokens_per_s = 9.0\n')
     assert "spark" in load_config(config_file=path, env={}).profiles
 
 
