@@ -134,7 +134,7 @@ def test_spark_exits_2_on_a_bad_guards_table_before_the_app_starts(tmp_path):
     root = _project(tmp_path, '[guards]\nsensitive_mode = 3\n')
     env = {**os.environ, "SPARK_CONFIG_DIR": str(tmp_path / "cfg"),
            "SPARK_STATE_DIR": str(tmp_path / "state"), "TERM": "dumb"}
-    proc = subprocess.run([sys.executable, "-m", "tui.cli", str(root)], env=env,
+    proc = subprocess.run([sys.executable, "-m", "tui.cli", str(root)], env=env, check=False,
                           capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr
