@@ -16,6 +16,7 @@ from core.cli_support import CliError
 
 # subcommand -> module that defines `register(subparsers)` for it
 SUBCOMMANDS: dict[str, str] = {
+    "init": "core.providers.cli",
     "demo": "tui.commands",
     "core": "core.cli",
     "hw": "hwmodel.cli",
