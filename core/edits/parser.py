@@ -5,39 +5,63 @@ line in a buffer, so feeding a stream in chunks of any size (down to one charact
 gives exactly the edits the whole text gives at once.  The partial line is still shown
 in `pending`, so the app can draw the block being written live.
 
-Formats (several per answer, several files):
+Formats (several per answer, several files), as real models write them:
 - SEARCH/REPLACE: a path line, then `<<<<<<< SEARCH`, old lines, `=======`, new lines,
-  `>>>>>>> REPLACE`.  The path may sit before a ``` fence or inside it; with no path the
-  previous block's path is reused (models do that for several blocks in one file).
-- unified diff in a ```diff fence: `--- a/x`, `+++ b/x`, `@@ ... @@` hunks; each hunk
-  becomes one edit (context + removed lines -> context + added lines).
+  `>>>>>>> REPLACE` (Aider's older `<<<<<<< ORIGINAL` / `>>>>>>> UPDATED` too).  The path
+  may sit before the fence, inside it, in its info string (```` ```python:a.py ````), in a
+  fence of its own, or be a markdown heading or bold; with no path the previous block's
+  path is reused (models do that for several blocks in one file).
+- unified diff in a ```diff fence (or an unfenced `diff --git` section): `--- a/x`,
+  `+++ b/x`, `@@ -a,b +c,d @@` hunks; each hunk becomes one edit (context + removed
+  lines -> context + added lines) that keeps its `@@` numbers.  Several files per fence,
+  with git's `diff --git` / `index` / mode lines, `--- /dev/null` creations; renames,
+  deletions and binary patches are refused with the reason.  A header line of the next
+  file is never context of the previous hunk.
 - whole file: a fenced block right after a path line (or with the path in the fence's
-  info string) that holds no SEARCH/REPLACE block; meant for new files.
+  info string) that holds no SEARCH/REPLACE block.  A block that only stands for the
+  file (a placeholder, the path again, +/- lines) is refused, never written.
+Fences are ``` / ~~~ of any length, or `<source>` / `<code>` / `<pre>` tags (Aider's
+alternatives when a file holds ```).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-SEARCH_RE = re.compile(r"^\s*<{5,9} ?SEARCH\s*>?\s*$")
+from core.edits.paths import Exists, bare_token, clean_path, lang_mismatch, mentioned_path
+from core.edits.placeholders import bare_elision, whole_file_problem
+
+SEARCH_RE = re.compile(r"^\s*<{5,9} ?(?:SEARCH|ORIGINAL)\s*>?\s*$")
 DIVIDER_RE = re.compile(r"^\s*={5,9}\s*$")
-REPLACE_RE = re.compile(r"^\s*>{5,9} ?REPLACE\s*<?\s*$")
+REPLACE_RE = re.compile(r"^\s*>{5,9} ?(?:REPLACE|UPDATED)\s*<?\s*$")
 FENCE_RE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([^`]*?)\s*$")
+_TAGS = "source|sourcecode|codeblock|code|pre"
+_TAG_OPEN_RE = re.compile(rf"^\s*<({_TAGS})((?:\s+[\w:-]+(?:=(?:\"[^\"]*\"|'[^']*'|[^\s>]+))?)*)"
+                          rf"\s*>\s*([^<>`]*?)\s*$", re.IGNORECASE)
+_TAG_CLOSE_RE = re.compile(rf"^\s*</({_TAGS})>\s*$", re.IGNORECASE)
+_ATTR_VALUE_RE = re.compile(r"=(?:\"([^\"]*)\"|'([^']*)'|([^\s>]+))")
 HUNK_HEADER_RE = re.compile(r"^@@.*@@")
+_NUMBERS_RE = re.compile(r"^@@\s*-(\d+)(?:,(\d+))?\s+\+(\d+)(?:,(\d+))?\s*@@")
 _OLD_START_RE = re.compile(r"^@@\s*-(\d+)")
+# git's extended header lines: never content of a hunk
+_GIT_HEADER_RE = re.compile(
+    r"^(?:diff --git \S|index [0-9a-fA-F]{4,}\.\.[0-9a-fA-F]{4,}(?: \d+)?\s*$|"
+    r"(?:new|deleted) file mode \d{6}\s*$|(?:old|new) mode \d{6}\s*$|"
+    r"(?:dis)?similarity index \d+%\s*$|(?:rename|copy) (?:from|to) \S|"
+    r"Binary files .* differ\s*$|GIT binary patch\s*$)")
 DIFF_LANGS = {"diff", "patch", "udiff"}
 
-# Words that appear alone before a fence but are not file names.
-_NOT_PATHS = {
-    "python", "py", "diff", "patch", "bash", "sh", "shell", "console", "text", "txt",
-    "json", "yaml", "toml", "javascript", "js", "typescript", "ts", "rust", "go", "c",
-    "cpp", "java", "html", "css", "sql", "markdown", "md", "plaintext", "udiff", "ini",
-}
-_BARE_NAMES = {"Makefile", "Dockerfile", "LICENSE", "README", "Procfile", "Justfile",
-               "Vagrantfile", "Gemfile", "Rakefile", "Jenkinsfile", "Containerfile",
-               "Pipfile", "Brewfile", "Caddyfile", "Snakefile", "CODEOWNERS"}
-_DECORATION = "*`'\"_"  # characters models wrap a path line in
+
+@dataclass(frozen=True)
+class HunkNumbers:
+    """The numbers of a `@@ -old_start,old_len +new_start,new_len @@` header, as the
+    model wrote them (they may be wrong; the apply side uses them only to break ties)."""
+
+    old_start: int
+    old_len: int
+    new_start: int
+    new_len: int
 
 
 @dataclass(frozen=True)
@@ -49,6 +73,10 @@ class Edit:
     replace: str
     kind: str  # "search_replace" | "udiff" | "whole_file"
     line: int | None = field(default=None, compare=False)  # a diff hunk's @@ old start
+    numbers: HunkNumbers | None = field(default=None, compare=False)  # a hunk's @@ numbers
+    creates: bool = field(default=False, compare=False)  # a `--- /dev/null` diff
+    # why this edit must not be written; set only on the edits in StreamingParser.held
+    refused: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -71,73 +99,89 @@ class ParseError:
     message: str
 
 
-def clean_path(line: str) -> str | None:
-    """The file name a line names, or None when the line is not just a path.
+__all__ = ["Edit", "HunkNumbers", "ParseError", "PendingEdit", "StreamingParser",
+           "bare_token", "clean_path", "mentioned_path", "parse_edits"]
 
-    Tolerates the decorations models add: `**foo.py**`, `` `foo.py` ``, `# foo.py`,
-    `foo.py:`, `File: foo.py`.
-    """
-    s = line.strip().lstrip("\ufeff")
-    if not s or len(s) > 260:
+
+@dataclass(frozen=True)
+class _FenceLine:
+    """A fence line: its marker (```, ~~~~, <source>, </source>) and info string."""
+
+    marker: str
+    info: str
+
+    @property
+    def opens(self) -> bool:
+        """Certainly an opening fence (a language/path, or an opening tag)."""
+        return bool(self.info) or self.marker.startswith("<") and self.marker[1:2] != "/"
+
+
+def _fence_line(line: str, family: str | None = None) -> _FenceLine | None:
+    """The fence on this line, if any; `family` ('`', '~', '<') limits it to the kind of
+    the fence that is open, so a `<pre>` inside a ``` block is content, and vice versa."""
+    if family != "<":
+        m = FENCE_RE.match(line)
+        if m and (family is None or m.group(2)[0] == family):
+            return _FenceLine(m.group(2), m.group(3))
+        if family is not None:
+            return None
+    if "<" not in line:
         return None
-    s = s.lstrip("#").strip()
-    for _ in range(4):  # peel nested decorations: **`"a.py"`**:
-        before = s
-        s = s.strip(_DECORATION).strip().rstrip(":").strip()
-        for prefix in ("file:", "filename:", "path:"):
-            if s.lower().startswith(prefix):
-                s = s[len(prefix):].strip()
-        if s == before:
-            break
-    if not s or any(ch.isspace() for ch in s) or s.lower() in _NOT_PATHS:
-        return None
-    if s.startswith(("<", "=", ">", "-", "+", "@")) or s.endswith((".", ",", ";", "!")):
-        return None
-    name = s.rsplit("/", 1)[-1]
-    dotfile = name.startswith(".") and name[1:2].isalnum()
-    if "." in name.strip(".") or "/" in s or name in _BARE_NAMES or dotfile:
-        return s.removeprefix("./")
+    m = _TAG_CLOSE_RE.match(line)
+    if m:
+        return _FenceLine(f"</{m.group(1).lower()}>", "")
+    m = _TAG_OPEN_RE.match(line)
+    if m:
+        values = [a or b or c for a, b, c in _ATTR_VALUE_RE.findall(m.group(2))]
+        info = " ".join(values + ([m.group(3)] if m.group(3) else []))
+        return _FenceLine(f"<{m.group(1).lower()}>", info)
     return None
 
 
-_BARE_TOKEN = re.compile(r"^[A-Za-z0-9_][\w.-]*$")
-_LEAD_INS = {"next", "then", "also", "and", "here", "now", "finally", "first", "second",
-             "third", "update", "updated", "change", "changes", "fix", "edit", "edits",
-             "replace", "before", "after", "example", "result", "code", "so", "again"}
+def _closes(opening: str, fl: _FenceLine) -> bool:
+    if opening.startswith("<"):
+        return fl.marker == "</" + opening[1:]
+    return not fl.info and fl.marker[0] == opening[0] and len(fl.marker) >= len(opening)
 
 
-def bare_token(line: str) -> str | None:
-    """A lone word on a path line's spot that is not a recognisable path ("pkg",
-    "utils"): the block after it is refused rather than given the previous path."""
-    s = line.strip().lstrip("#").strip().strip(_DECORATION).strip()
-    if s.endswith(":") and s[:-1].strip(_DECORATION).lower() in _LEAD_INS:
-        return None  # "Next:" is prose leading into the block, not a file name
-    s = s.rstrip(":").strip(_DECORATION)
-    if not s or not _BARE_TOKEN.match(s) or s.lower() in _NOT_PATHS or clean_path(s):
-        return None
-    return s
+def _nests(opening: str, fl: _FenceLine) -> bool:
+    """A fence opening of the same kind as the open one (```python inside ```)."""
+    if not fl.opens or fl.marker[0] != opening[0]:
+        return False
+    return fl.marker == opening if opening.startswith("<") else len(fl.marker) >= len(opening)
 
 
-_TICKED = re.compile(r"`([^`\s]+)`")
-
-
-def mentioned_path(line: str) -> str | None:
-    """The one file a prose line names in backticks ("In `src/a.py`:"), else None.
-
-    Used only to name a SEARCH block that has no path line of its own, never to start a
-    whole-file edit, so prose mentioning a file cannot create one."""
-    found = [p for p in (clean_path(t) for t in _TICKED.findall(line)) if p]
-    return found[0] if len(set(found)) == 1 else None
-
-
-def _diff_path(rest: str) -> str | None:
-    """The path from a `--- a/x` / `+++ b/x` header line (None for /dev/null)."""
+def _diff_path(rest: str) -> str:
+    """The path from a `--- a/x` / `+++ b/x` header line ("/dev/null" kept as is)."""
     p = rest.strip().split("\t", 1)[0].strip()
-    if p == "/dev/null" or not p:
-        return None
+    if len(p) > 1 and p[0] == p[-1] and p[0] in "\"'":
+        p = p[1:-1]
     if p[:2] in ("a/", "b/"):
         p = p[2:]
-    return p
+    return p.removeprefix("./")
+
+
+def _git_paths(line: str) -> tuple[str | None, str | None]:
+    """old and new path of a `diff --git a/x b/y` line (None when it cannot be split)."""
+    rest = line[len("diff --git "):].strip()
+    m = re.match(r'^"?a/(.+?)"? "?b/(.+?)"?$', rest)
+    if m:
+        return m.group(1), m.group(2)
+    parts = rest.split()
+    if len(parts) == 2:
+        return _diff_path(parts[0]), _diff_path(parts[1])
+    return None, None
+
+
+def _same_file(old: str, new: str) -> bool:
+    """`--- x.py.orig` / `+++ x.py`, `--- old/x.py` / `+++ new/x.py`: one file."""
+    if old == new:
+        return True
+    for suffix in (".orig", ".bak", ".old", ".new", "~"):
+        if old == new + suffix or new == old + suffix:
+            return True
+    o, n = old.split("/"), new.split("/")
+    return len(o) == len(n) > 1 and o[1:] == n[1:]
 
 
 @dataclass
@@ -150,7 +194,7 @@ class _Block:
     search: list[str] = field(default_factory=list)
     replace: list[str] = field(default_factory=list)
     broken: str | None = None  # why the block must not be applied, once known
-    fence: str | None = None  # marker of the ``` fence the block sits in
+    fence: str | None = None  # marker of the fence the block sits in
     # lines seen after a line that would close that fence: if the block then turns
     # out to have no REPLACE marker, they are read again as ordinary answer lines
     after_close: list[tuple[int, str]] | None = None
@@ -158,35 +202,59 @@ class _Block:
 
 @dataclass
 class _Fence:
-    """Mutable state of an open ``` fence outside any SEARCH/REPLACE block."""
+    """Mutable state of an open fence outside any SEARCH/REPLACE block."""
 
-    marker: str
+    marker: str  # "" for an unfenced diff section
     start_line: int
     is_diff: bool
     path: str | None  # path named before the fence or in its info string
+    lang: str = ""
     body: list[str] = field(default_factory=list)
     had_block: bool = False
     stray_marker: int = 0  # line of a ======= / >>>>>>> REPLACE with no SEARCH
     inner_open: int = 0  # line of a fence with an info string inside this fence
     mentioned: str | None = None  # a file named in backticks on the line before
     bare: str | None = None  # an unrecognisable lone word on the line before
-    # unified-diff state
-    old_path: str | None = None
-    new_path: str | None = None
+    # unified-diff state, per file section
+    old_path: str | None = None  # from ---, "/dev/null" kept
+    new_path: str | None = None  # from +++, "/dev/null" kept
+    git_old: str | None = None  # from diff --git
+    git_new: str | None = None
+    rename: str | None = None  # "a -> b" from rename/copy header lines
+    deleted: bool = False
+    binary: bool = False
+    reported: bool = False  # the section's refusal was recorded once
     in_hunk: bool = False
     hunk_start: int = 0
     hunk_old: list[str] = field(default_factory=list)
     hunk_new: list[str] = field(default_factory=list)
     new_file: list[str] = field(default_factory=list)  # body of a --- /dev/null diff
+    numbers: HunkNumbers | None = None
     hunk_line: int | None = None  # old start line from the @@ header
+    seen_old: int = 0
+    seen_new: int = 0
+    tail: list[str] = field(default_factory=list)  # lines after a hunk's counted lines
+    unprefixed: int = 0  # trailing hunk lines with no ' '/'+'/'-' (maybe prose)
+    loose: int = 0  # line of a +/- line outside any hunk
+    emitted: int = 0  # hunks (edits or refusals) this fence gave
     last_raw: str = ""  # the diff's previous line, in case it was the next path line
 
 
 class StreamingParser:
-    """Turns a streamed model answer into `Edit`s as soon as each one is complete."""
+    """Turns a streamed model answer into `Edit`s as soon as each one is complete.
 
-    def __init__(self) -> None:
+    `exists` (optional) tells whether the working tree has a file: with it, a bare name
+    (`main`) or a bracketed route (`app/[id]/page.tsx`) that the tree has is a path.
+
+    Edits that look like edits but must never be written (a placeholder whole file, a
+    REPLACE that elides code with a bare `...`) are not returned: each is recorded in
+    `errors` with the reason and kept, with `Edit.refused` set, in `held`.
+    """
+
+    def __init__(self, exists: Exists | None = None) -> None:
         self.errors: list[ParseError] = []
+        self.held: list[Edit] = []
+        self.exists = exists
         self._buf = ""
         self._line_no = 0
         self._prev_line = ""  # last non-blank complete line seen outside a block
@@ -233,7 +301,7 @@ class StreamingParser:
         if self._fence is not None:
             f = self._fence
             if f.is_diff:
-                out.extend(self._close_diff_file(f, complete=False))
+                out.extend(self._close_diff_file(f, complete=not f.marker, end=True))
             elif f.path and not f.had_block and f.body and not f.stray_marker:
                 self.errors.append(ParseError(
                     f.start_line, f.path,
@@ -258,12 +326,13 @@ class StreamingParser:
         if f is None:
             return None
         if f.is_diff:
-            if f.in_hunk:
-                return PendingEdit(f.new_path or f.old_path, _join(f.hunk_old),
-                                   _join(f.hunk_new), "udiff", "replace")
+            path = self._diff_target(f)[0]
+            if f.in_hunk and f.old_path != "/dev/null":
+                return PendingEdit(path, _join(f.hunk_old), _join(f.hunk_new), "udiff",
+                                   "replace")
             if f.new_file:
-                return PendingEdit(f.new_path, "", _join(f.new_file), "udiff", "replace")
-            return PendingEdit(f.new_path or f.old_path, "", "", "udiff", "path")
+                return PendingEdit(path, "", _join(f.new_file), "udiff", "replace")
+            return PendingEdit(path, "", "", "udiff", "path")
         if f.path and not f.had_block:
             return PendingEdit(f.path, "", _join(f.body) + tail, "whole_file",
                                "replace" if f.body or tail else "path")
@@ -271,6 +340,7 @@ class StreamingParser:
 
     # -- line state machine ---------------------------------------------------------
     def _line(self, line: str) -> list[Edit]:
+        line = line.lstrip("\ufeff")  # a BOM the model copied is never content
         if self._block is not None:
             return self._block_line(line)
         f = self._fence
@@ -289,9 +359,16 @@ class StreamingParser:
                                               f"without a <<<<<<< SEARCH before it; that "
                                               f"block was not applied"))
                 return []
-        m = FENCE_RE.match(line)
-        if f is not None and m and m.group(3) and (
-                f.had_block or clean_path(self._prev_line) or bare_token(self._prev_line)):
+        fl = _fence_line(line, f.marker[0] if f is not None else None)
+        if f is not None and fl is None and f.marker.startswith("<"):
+            # a ``` fence after a path line inside a <source> block that never closed
+            other = _fence_line(line, "`")
+            if other is not None and other.opens and (
+                    f.had_block or clean_path(self._prev_line, self.exists)):
+                fl = other
+        if f is not None and fl is not None and fl.opens and not _closes(f.marker, fl) and (
+                f.had_block or clean_path(self._prev_line, self.exists)
+                or bare_token(self._prev_line, self.exists) or fl.marker[0] != f.marker[0]):
             # "```python" after a block, or after a path line, in a fence that was never
             # closed: the fences are broken; a new fence starts here
             if f.path and not f.had_block and f.body:
@@ -302,43 +379,83 @@ class StreamingParser:
                     f"it was not applied"))
             self._fence = f = None
         if f is not None:
-            if m and m.group(3) == "" and _closes(f.marker, m.group(2)):
+            if fl is not None and _closes(f.marker, fl):
                 self._fence = None
                 self._remember(line)
-                if f.path and not f.had_block and f.body and not f.stray_marker:
-                    if f.inner_open:
-                        self.errors.append(ParseError(
-                            f.start_line, f.path,
-                            f"whole-file block for {f.path} (line {f.start_line}) has a "
-                            f"fence opening inside it (line {f.inner_open}); its fences "
-                            f"look broken, so it was not applied"))
-                        return []
-                    self._last_path = f.path
-                    return [Edit(f.path, "", _join(f.body), "whole_file")]
-                return []
-            if m and m.group(3) and _closes(f.marker, m.group(2)) and not f.inner_open:
+                return self._close_fence(f)
+            if fl is not None and _nests(f.marker, fl) and not f.inner_open:
                 f.inner_open = self._line_no  # ```python inside a ``` fence
             if not f.had_block:
                 f.body.append(line)
             self._remember(line)
             return []
-        if m:
-            info = m.group(3)
-            lang = info.split()[0].lower() if info else ""
-            words = [w for word in info.split() for w in word.split(":") if w]
-            info_path = next((p for p in (clean_path(w) for w in words[1:] or words) if p),
-                             None)
-            if lang in DIFF_LANGS:
-                self._fence = _Fence(m.group(2), self._line_no, True, None)
-            else:
-                path = info_path or clean_path(self._prev_line)
-                self._fence = _Fence(m.group(2), self._line_no, False, path,
-                                     mentioned=mentioned_path(self._prev_line),
-                                     bare=None if path else bare_token(self._prev_line))
-            self._prev_line = ""
+        if fl is not None and not fl.marker.startswith("</"):
+            self._open_fence(fl)
             return []
+        if line.startswith("diff --git "):
+            # an unfenced git diff: read as a diff until something else starts
+            self._fence = f = _Fence("", self._line_no, True, None)
+            return self._diff_line(f, line)
         self._remember(line)
         return []
+
+    def _open_fence(self, fl: _FenceLine) -> None:
+        info = fl.info
+        first = info.split()[0] if info else ""
+        lang = first.split(":", 1)[0].lower()
+        words = [w for word in info.split() for w in word.split(":") if w]
+        info_path = next((p for p in (clean_path(w, self.exists) for w in words[1:] or words)
+                          if p), None)
+        if info_path is None and ":" in first:  # ```diff:./Dockerfile
+            info_path = clean_path(first.split(":", 1)[1], self.exists)
+        if lang in DIFF_LANGS:
+            self._fence = _Fence(fl.marker, self._line_no, True, info_path, lang=lang)
+        else:
+            path = info_path or clean_path(self._prev_line, self.exists)
+            self._fence = _Fence(fl.marker, self._line_no, False, path, lang=lang,
+                                 mentioned=mentioned_path(self._prev_line, self.exists),
+                                 bare=None if path else bare_token(self._prev_line,
+                                                                   self.exists))
+        self._prev_line = ""
+
+    def _close_fence(self, f: _Fence) -> list[Edit]:
+        """A fence closed: a whole-file edit, a fence that only names a path, or nothing."""
+        body = [ln for ln in f.body if ln.strip()]
+        if not f.had_block and len(body) == 1:
+            named = clean_path(body[0], self.exists)
+            if named and (f.path is None or named == f.path):
+                self._prev_line = body[0]  # the path in a fence of its own
+                return []
+        if not (f.path and not f.had_block and f.body and not f.stray_marker):
+            return []
+        if f.inner_open:
+            self.errors.append(ParseError(
+                f.start_line, f.path,
+                f"whole-file block for {f.path} (line {f.start_line}) has a fence opening "
+                f"inside it (line {f.inner_open}); its fences look broken, so it was not "
+                f"applied"))
+            return []
+        edit = Edit(f.path, "", _join(f.body), "whole_file")
+        mismatch = lang_mismatch(f.lang, f.path) if f.lang else None
+        if mismatch == "shell":
+            return []  # a command shown under a path line, not the file
+        problem = whole_file_problem(f.path, f.body)
+        if problem is None and mismatch:
+            problem = f"is a ```{f.lang} block, which cannot be the content of {f.path}"
+        dots = bare_elision(f.path, [], f.body) if problem is None else None
+        if dots:
+            problem = (f"stands in for code with a bare {dots!r} line; writing it would "
+                       f"delete that code")
+        if problem:
+            self._hold(edit, f.start_line, f"whole-file block for {f.path} (line "
+                                           f"{f.start_line}) {problem}; not applied")
+            return []
+        self._last_path = f.path
+        return [edit]
+
+    def _hold(self, edit: Edit, line: int, message: str) -> None:
+        self.held.append(replace(edit, refused=message))
+        self.errors.append(ParseError(line, edit.path, message))
 
     def _remember(self, line: str) -> None:
         if line.strip():
@@ -346,8 +463,8 @@ class StreamingParser:
 
     def _open_block(self) -> None:
         f = self._fence
-        path = clean_path(self._prev_line)
-        bare = bare_token(self._prev_line)
+        path = clean_path(self._prev_line, self.exists)
+        bare = bare_token(self._prev_line, self.exists)
         if path is None and not bare and f is not None and f.path and not f.inner_open:
             path = f.path
         bare = bare or (f.bare if f is not None else None)
@@ -362,7 +479,7 @@ class StreamingParser:
             self._block = _Block(None, self._line_no, fence=f.marker if f else None)
             return
         if path is None:
-            path = mentioned_path(self._prev_line)
+            path = mentioned_path(self._prev_line, self.exists)
         if path is None and f is not None:
             path = f.mentioned
         if path is None:
@@ -399,12 +516,21 @@ class StreamingParser:
                                      f"not applied")
                 return []
             self._last_path = b.path
-            return [Edit(b.path, _join(b.search), _join(b.replace), "search_replace")]
+            edit = Edit(b.path, _join(b.search), _join(b.replace), "search_replace")
+            dots = bare_elision(b.path, b.search, b.replace)
+            if dots:
+                self._hold(edit, b.start_line, f"SEARCH/REPLACE block for {b.path} (line "
+                                               f"{b.start_line}): its REPLACE part stands "
+                                               f"in for code with a bare {dots!r} line; "
+                                               f"applying it would delete that code, so "
+                                               f"it is not applied")
+                return []
+            return [edit]
         if b.after_close is not None:
             b.after_close.append((self._line_no, line))
         elif b.fence is not None:
-            m = FENCE_RE.match(line)
-            if m and m.group(3) == "" and _closes(b.fence, m.group(2)):
+            fl = _fence_line(line, b.fence[0])
+            if fl is not None and _closes(b.fence, fl):
                 b.after_close = []  # content, unless no REPLACE marker ever comes
         if b.stage == "search":
             if DIVIDER_RE.match(line):
@@ -459,97 +585,211 @@ class StreamingParser:
     # -- unified diffs -----------------------------------------------------------
     def _diff_line(self, f: _Fence, line: str) -> list[Edit]:
         prev, f.last_raw = f.last_raw, line
-        m = FENCE_RE.match(line)
-        if m and m.group(3) == "" and _closes(f.marker, m.group(2)):
-            out = self._close_diff_file(f, complete=True)
+        fl = _fence_line(line, f.marker[0] if f.marker else None)
+        if fl is not None and f.marker and _closes(f.marker, fl):
+            out = self._close_diff_file(f, complete=True, end=True)
             self._fence = None
             self._prev_line = ""
             return out
-        if (m and m.group(3)) or SEARCH_RE.match(line) or REPLACE_RE.match(line):
-            # a new fence or an edit block: this diff's fence was never closed, so its
-            # last hunk may be cut off; read the line again outside the diff
-            out = self._close_diff_file(f, complete=False)
+        if (fl is not None and (fl.opens or not f.marker)) or SEARCH_RE.match(line) \
+                or REPLACE_RE.match(line):
+            # a new fence or an edit block: a fenced diff was never closed, so its last
+            # hunk may be cut off (an unfenced diff simply ends); read the line again
+            out = self._close_diff_file(f, complete=not f.marker, end=True)
             self._fence = None
             self._prev_line = prev  # perhaps the next block's path line
             return out + self._line(line)
-        if line.startswith("--- ") and not (f.in_hunk and _is_removed_dashes(line)):
+        full = self._hunk_full(f)
+        if _GIT_HEADER_RE.match(line):
+            return self._git_header(f, line)
+        if line.startswith("--- ") and (not f.in_hunk or full or not _is_removed_dashes(line)):
             out = self._close_diff_file(f, complete=True)
-            f.old_path = _diff_path(line[4:]) or "/dev/null"
-            f.new_path = None
+            f.old_path = _diff_path(line[4:]) or None
             return out
         if line.startswith("+++ ") and f.new_path is None and f.old_path is not None \
                 and not f.in_hunk:
-            f.new_path = _diff_path(line[4:])
+            f.new_path = _diff_path(line[4:]) or None
             return []
         if HUNK_HEADER_RE.match(line):
-            out = self._close_hunk(f)
+            out = self._close_hunk(f, trim=True)
             f.in_hunk = True
             f.hunk_start = self._line_no
             start = _OLD_START_RE.match(line)
             f.hunk_line = int(start.group(1)) if start else None
+            nums = _NUMBERS_RE.match(line)
+            f.numbers = None if nums is None else HunkNumbers(
+                int(nums.group(1)), int(nums.group(2) or 1), int(nums.group(3)),
+                int(nums.group(4) or 1))
+            f.seen_old = f.seen_new = 0
             return out
         if not f.in_hunk:
-            return []  # "diff --git", "index ..." and prose between files
-        tag, body = (line[:1], line[1:]) if line else (" ", "")
-        if f.old_path == "/dev/null":
-            if tag == "+" or tag == " ":
-                f.new_file.append(body)
-            return []
-        if tag == " ":
-            f.hunk_old.append(body)
-            f.hunk_new.append(body)
-        elif tag == "-":
-            f.hunk_old.append(body)
-        elif tag == "+":
-            f.hunk_new.append(body)
-        elif tag == "\\":
-            pass  # "\ No newline at end of file"
-        else:
+            if not f.marker and line.strip() and not line.startswith(("+", "-", " ")):
+                # prose after an unfenced diff: the diff has ended
+                out = self._close_diff_file(f, complete=True, end=True)
+                self._fence = None
+                return out + self._line(line)
+            if line[:1] in "+-" and line.strip("+- "):
+                f.loose = f.loose or self._line_no
+            return []  # prose between files, or the header area
+        tag = line[:1]
+        if tag not in (" ", "+", "-", "\\"):
+            if full:
+                if not f.marker and line.strip():
+                    out = self._close_diff_file(f, complete=True, end=True)
+                    self._fence = None
+                    return out + self._line(line)
+                f.tail.append(line)  # a blank line or prose after the counted lines
+                return []
             # models often drop the leading space of an unchanged line
-            f.hunk_old.append(line)
-            f.hunk_new.append(line)
+            self._hunk_content(f, " ", line)
+            f.unprefixed += 1
+            return []
+        for held in f.tail:  # the counts were wrong: those lines were context after all
+            self._hunk_content(f, " ", held)
+        f.tail = []
+        f.unprefixed = 0
+        self._hunk_content(f, tag, line[1:])
         return []
 
-    def _close_hunk(self, f: _Fence) -> list[Edit]:
+    def _hunk_content(self, f: _Fence, tag: str, body: str) -> None:
+        if tag == "\\":
+            return  # "\ No newline at end of file"
+        if f.old_path == "/dev/null":
+            if tag in "+ ":
+                f.new_file.append(body)
+                f.seen_new += 1
+            return
+        if tag in " -":
+            f.hunk_old.append(body)
+            f.seen_old += 1
+        if tag in " +":
+            f.hunk_new.append(body)
+            f.seen_new += 1
+
+    def _hunk_full(self, f: _Fence) -> bool:
+        n = f.numbers
+        return f.in_hunk and n is not None and f.seen_old >= (
+            0 if f.old_path == "/dev/null" else n.old_len) and f.seen_new >= n.new_len
+
+    def _git_header(self, f: _Fence, line: str) -> list[Edit]:
+        """`diff --git`, `index`, mode, rename and binary lines: they end the hunk before
+        them and describe the next file, never its content."""
+        if line.startswith("diff --git "):
+            out = self._close_diff_file(f, complete=True)
+            f.git_old, f.git_new = _git_paths(line)
+            return out
+        out = self._close_hunk(f, trim=True)
+        if line.startswith(("rename ", "copy ")):
+            _word, side, name = line.split(" ", 2)
+            old, new = (f.rename or " -> ").split(" -> ")
+            old, new = (name.strip(), new) if side == "from" else (old, name.strip())
+            f.rename = f"{old} -> {new}"
+        elif line.startswith("deleted file mode"):
+            f.deleted = True
+        elif line.startswith(("Binary files", "GIT binary patch")):
+            f.binary = True
+        return out
+
+    def _diff_target(self, f: _Fence) -> tuple[str | None, str | None]:
+        """(path, None) for the file a diff section edits, or (path or None, why the
+        section is refused)."""
+        old = f.old_path or f.git_old
+        new = f.new_path or f.git_new
+        if old is None and new is None:
+            old = new = f.path  # ```diff:./Dockerfile names the file in its info
+        name = new if new not in (None, "/dev/null") else old
+        if f.binary:
+            return name, f"diff for {name or '?'} is a binary patch; not applied"
+        if f.rename:
+            a, b = f.rename.split(" -> ")
+            return name, (f"diff renames or copies {a} to {b}; renaming files is not "
+                          f"supported (rename it yourself, then ask for the edit again), "
+                          f"so its hunks were not applied")
+        if new == "/dev/null" or f.deleted:
+            return old, (f"diff deletes {old}; deleting files is not supported, delete it "
+                         f"yourself")
+        if old == "/dev/null":
+            return new, None
+        if old and new and not _same_file(old, new):
+            return new, (f"diff renames {old} to {new} (its ---/+++ paths differ); "
+                         f"renaming files is not supported, so its hunks were not applied")
+        return name, None
+
+    def _section_problem(self, f: _Fence, path: str | None, why: str | None) -> bool:
+        """Record a refused diff section once; True when its hunks must be dropped."""
+        if why is None and path is not None:
+            return False
+        if not f.reported:
+            f.reported = True
+            f.emitted += 1
+            self.errors.append(ParseError(
+                f.hunk_start or f.start_line, path,
+                why or f"line {f.hunk_start}: diff hunk without ---/+++ file headers"))
+        return True
+
+    def _close_hunk(self, f: _Fence, *, trim: bool = False) -> list[Edit]:
         if not f.in_hunk or f.old_path == "/dev/null":
             return []
         f.in_hunk = False
         old, new = f.hunk_old, f.hunk_new
-        f.hunk_old, f.hunk_new = [], []
-        path = f.new_path or (None if f.old_path == "/dev/null" else f.old_path)
-        if path is None:
-            self.errors.append(ParseError(f.hunk_start, None,
-                                          f"line {f.hunk_start}: diff hunk without "
-                                          f"---/+++ file headers"))
+        if trim and f.unprefixed and not f.tail:
+            # trailing lines with no prefix before the next header: prose or a separator
+            cut = f.unprefixed
+            old, new = old[:len(old) - cut], new[:len(new) - cut]
+        f.hunk_old, f.hunk_new, f.tail, f.unprefixed = [], [], [], 0
+        path, why = self._diff_target(f)
+        if self._section_problem(f, path, why):
             return []
-        if f.new_path is None and f.old_path not in (None, "/dev/null"):
-            self.errors.append(ParseError(f.hunk_start, f.old_path,
-                                          f"diff deletes {f.old_path}; deleting files "
-                                          f"is not supported, delete it yourself"))
-            return []
+        assert path is not None
         if old == new:
             return []
+        f.emitted += 1
+        edit = Edit(path, _join(old), _join(new), "udiff", f.hunk_line, f.numbers)
+        dots = bare_elision(path, old, new)
+        if dots:
+            self._hold(edit, f.hunk_start, f"diff hunk for {path} (line {f.hunk_start}) "
+                                           f"stands in for code with a bare {dots!r} "
+                                           f"line; not applied")
+            return []
         self._last_path = path
-        return [Edit(path, _join(old), _join(new), "udiff", f.hunk_line)]
+        return [edit]
 
-    def _close_diff_file(self, f: _Fence, *, complete: bool) -> list[Edit]:
+    def _close_diff_file(self, f: _Fence, *, complete: bool, end: bool = False
+                         ) -> list[Edit]:
+        """End the current file section of a diff (at the next file's header, or at the
+        end of the diff when `end`)."""
+        out: list[Edit] = []
         if not complete:
             if f.in_hunk or f.new_file:
-                self.errors.append(ParseError(f.hunk_start, f.new_path or f.old_path,
-                                              f"diff for {f.new_path or f.old_path or '?'} "
+                self.errors.append(ParseError(f.hunk_start, self._diff_target(f)[0],
+                                              f"diff for {self._diff_target(f)[0] or '?'} "
                                               f"has no closing fence; its last hunk may be "
                                               f"cut off and was not applied"))
-            f.in_hunk = False
-            f.new_file = []
-            return []
-        if f.old_path == "/dev/null":
-            f.in_hunk = False
-            body, f.new_file = f.new_file, []
-            if f.new_path is None:
-                return []
-            self._last_path = f.new_path
-            return [Edit(f.new_path, "", _join(body), "udiff")] if body else []
-        return self._close_hunk(f)
+                f.emitted += 1
+        elif f.old_path == "/dev/null":
+            path, why = self._diff_target(f)
+            if (f.new_file or f.in_hunk) and not self._section_problem(f, path, why):
+                assert path is not None
+                f.emitted += 1
+                self._last_path = path
+                out.append(Edit(path, "", _join(f.new_file), "udiff", 0, f.numbers,
+                                creates=True))
+        else:
+            out = self._close_hunk(f, trim=not end)
+            if not f.reported and (f.rename or f.binary or f.deleted):
+                self._section_problem(f, *self._diff_target(f))
+        if f.loose and (end or complete) and f.emitted == 0:
+            path = self._diff_target(f)[0]
+            self.errors.append(ParseError(
+                f.loose, path, f"line {f.loose}: the diff for {path or '?'} has +/- "
+                               f"lines but no @@ hunk header; it was not applied (a "
+                               f"diff needs ---/+++ and @@ lines)"))
+        # a new file section starts
+        keep_path, keep_marker, keep_start = f.path, f.marker, f.start_line
+        emitted = f.emitted
+        f.__init__(keep_marker, keep_start, True, keep_path, lang=f.lang)  # type: ignore[misc]
+        f.emitted = emitted
+        return out
 
 
 def _is_removed_dashes(line: str) -> bool:
@@ -561,17 +801,13 @@ def _is_removed_dashes(line: str) -> bool:
     return not rest or clean_path(rest.split("\t")[0]) is None and rest != "/dev/null"
 
 
-def _closes(opening: str, candidate: str) -> bool:
-    return candidate[0] == opening[0] and len(candidate) >= len(opening)
-
-
 def _join(lines: list[str]) -> str:
     return "".join(line + "\n" for line in lines)
 
 
-def parse_edits(text: str) -> list[Edit]:
+def parse_edits(text: str, exists: Exists | None = None) -> list[Edit]:
     """All edits of a complete answer (errors are dropped; use StreamingParser to see them)."""
-    p = StreamingParser()
+    p = StreamingParser(exists)
     edits = p.feed(text)
     edits.extend(p.finish())
     return edits
