@@ -72,7 +72,53 @@ def _run(argv: list[str]) -> int:
         return _print_help()
     from tui import commands
 
-    return int(commands.run_app_from_argv(argv) or 0)
+    prepared = _startup(argv)
+    if isinstance(prepared, int):
+        return prepared
+    return int(commands.run_app_from_argv(prepared) or 0)
+
+
+NO_MODEL = ("no model is configured for {root}: run `spark init` (finds API keys in the "
+            "environment and servers on 127.0.0.1), add a [profiles.NAME] table to "
+            "{root}/.spark.toml (docs/providers.md), or try `spark demo`")
+
+
+def _interactive() -> bool:
+    return sys.stdin.isatty() and sys.stdout.isatty()
+
+
+def _startup(argv: list[str]) -> list[str] | int:
+    """Before the workstation: validate every config table (exit 2 on any problem), and
+    open the first-run screen where no model is configured. Returns the argv to open the
+    app with, or an exit code when the app must not open."""
+    from core.config import load_settings
+    from tui import commands
+
+    args = commands.app_parser().parse_args(argv)
+    root = args.path.expanduser()
+    if not root.is_dir():
+        return argv  # the app's own checks say what is wrong with the path
+    root = root.resolve()
+    settings = load_settings(config_file=args.config, project_root=root)
+    if args.core is not None:
+        return argv  # the profiles are the remote core's
+    if not settings.profiles:
+        if not _interactive():
+            raise CliError(NO_MODEL.format(root=root))
+        from tui.screens.first_run import run_first_run
+
+        result = run_first_run(root)
+        if result.action == "demo":
+            return _run(["demo"])
+        if result.action != "configured":
+            return 0
+        print(f"spark: wrote profiles to {result.path}", file=sys.stderr)
+        settings = load_settings(config_file=args.config, project_root=root)
+    explicit = any(a == "--profile" or a.startswith("--profile=") for a in argv)
+    if not explicit and args.profile not in settings.profiles and settings.profiles:
+        # the user's own profiles need not be called 'spark': start on the first one
+        return [*argv, "--profile", next(iter(settings.profiles))]
+    return argv
 
 
 def _quiet_stdout() -> None:
