@@ -113,10 +113,6 @@ def _str_list(value: Any) -> str | None:
     return None
 
 
-def _positive(value: Any) -> str | None:
-    return None if value > 0 else f"must be positive, got {value!r}"
-
-
 def _not_negative(value: Any) -> str | None:
     return None if value >= 0 else f"must not be negative, got {value!r}"
 
@@ -153,9 +149,9 @@ SCHEMAS: dict[str, dict[str, FieldRule]] = {
     "verify": {
         "enabled": FieldRule((bool,)),
         "command": FieldRule((str, list), _command),
-        "timeout_s": FieldRule((int, float), _positive),
-        "memory_mb": FieldRule((int,), _positive),
-        "max_tests": FieldRule((int,), _positive),
+        "timeout_s": FieldRule((int, float), _not_negative),  # 0: the default
+        "memory_mb": FieldRule((int,), _not_negative),
+        "max_tests": FieldRule((int,), _not_negative),
         "max_rounds": FieldRule((int,), _not_negative),
         "fix_profile": FieldRule((str,)),
     },
@@ -263,6 +259,19 @@ def _check_guards(path_of: dict[str, Path], guards: dict[str, Any]) -> None:
         raise ConfigError(f"{where}: [guards]: {message}") from None
 
 
+def _check_verify(path_of: dict[str, Path], table: dict[str, Any]) -> None:
+    """The verifier's own reading of `[verify]` (e.g. a command shlex cannot split)."""
+    from core.verify import VerifyError
+    from core.verify.detect import read_settings
+
+    try:
+        read_settings(Path("."), table)
+    except VerifyError as exc:
+        message = str(exc)
+        key = next((k for k in table if k in message), next(iter(table)))
+        raise ConfigError(f"{path_of[key]}: {message}") from None
+
+
 def load_settings(*, config_file: Path | None = None, project_root: Path | None = None,
                   env: dict[str, str] | None = None) -> Settings:
     """Read and validate every layer; raise ConfigError on the first problem."""
@@ -272,6 +281,7 @@ def load_settings(*, config_file: Path | None = None, project_root: Path | None 
     docs = [(path, read_toml(path)) for path in layers]
     settings = Settings(core=None, sources=tuple(layers))
     guard_files: dict[str, Path] = {}
+    verify_files: dict[str, Path] = {}
     for path, doc in docs:
         check_tables(path, doc)
         ui = doc.get("ui", {})
@@ -280,8 +290,12 @@ def load_settings(*, config_file: Path | None = None, project_root: Path | None 
         for key, value in doc.get("guards", {}).items():
             settings.guards[key] = value
             guard_files[key] = path
-        settings.verify.update(doc.get("verify", {}))
+        for key, value in doc.get("verify", {}).items():
+            settings.verify[key] = value
+            verify_files[key] = path
     if settings.guards:
         _check_guards(guard_files, settings.guards)
+    if settings.verify:
+        _check_verify(verify_files, settings.verify)
     settings.core = merge_profile_layers(docs, env=dict(os.environ) if env is None else env)
     return settings
