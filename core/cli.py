@@ -50,7 +50,9 @@ def run_serve(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise CliError(f"refusing to bind {args.host} without a token: cannot create the "
                            f"token file {token_file()}: {exc.strerror or exc}") from None
-    engine = Engine(config, record_dir=args.record)
+    from hwmodel.online import CalibrationStore
+
+    engine = Engine(config, record_dir=args.record, calibration=CalibrationStore.default())
 
     async def main() -> None:
         server = CoreServer(engine, host=args.host, port=args.port, token=token)

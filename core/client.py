@@ -219,6 +219,7 @@ class CoreClient:
             stream._feed(frame)
         elif isinstance(frame, Done):
             self._streams.pop(frame.id, None)
+            self._learn(stream.profile, frame)
             stream._feed(frame)
         elif frame.extra.get("stream_continues"):  # about a frame we sent, not the stream
             log.warning("core error for running stream %s: %s: %s", frame.id, frame.code,
@@ -273,8 +274,16 @@ class CoreClient:
 
     # ---- public API ----
 
+    def _learn(self, profile: str, done: Done) -> None:
+        """A live profile's online calibration moved: later forecasts (race) use it."""
+        calibrated = done.timing.get("calibrated") if isinstance(done.timing, dict) else None
+        entry = self.profile(profile)
+        if isinstance(calibrated, dict) and entry is not None:
+            entry["predicted"] = dict(calibrated)
+
     async def generate(self, profile: str, messages: list[dict], *,
-                       max_tokens: int | None = None, stream_id: str | None = None) -> Stream:
+                       max_tokens: int | None = None, stream_id: str | None = None,
+                       request: str | None = None) -> Stream:
         """Start a stream; events arrive as you iterate the returned `Stream`."""
         sid = stream_id or f"{self._prefix}{next(self._ids)}"
         if sid in self._streams:
@@ -285,6 +294,8 @@ class CoreClient:
                                  "messages": messages}
         if max_tokens is not None:
             frame["max_tokens"] = max_tokens
+        if request is not None:
+            frame["request"] = request
         try:
             await self._send(frame)
         except CoreError:

@@ -41,7 +41,10 @@ class EmbeddedCore:
         if self.url is not None:
             return self.url
         config = load_config(config_file=self.config_file, project_root=self.project_root)
-        engine = Engine(config, record_dir=self.record_dir)
+        from hwmodel.online import CalibrationStore
+
+        engine = Engine(config, record_dir=self.record_dir,
+                        calibration=CalibrationStore.default())
         ready = threading.Event()
         failure: list[BaseException] = []
 

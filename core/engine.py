@@ -47,9 +47,38 @@ class RateModel:
     is missing or cannot answer (pinned rates do not change with batch).
     """
 
-    def __init__(self, predict_fn: Callable[..., Any] | None = None) -> None:
+    def __init__(self, predict_fn: Callable[..., Any] | None = None,
+                 calibration: Any = None) -> None:
         self._predict_fn = predict_fn
         self._cache: dict[tuple, Rates] = {}
+        # hwmodel.online.CalibrationStore: a live profile's own answers, once there are
+        # enough of them, predict its next one better than any spec sheet (hwmodel/online.py)
+        self.calibration = calibration
+
+    @staticmethod
+    def calibration_key(profile: Profile) -> str:
+        from hwmodel.online import profile_key
+
+        return profile_key(profile.name, profile.base_url, profile.api_model or profile.model)
+
+    def online(self, profile: Profile, prompt_tokens: int = NOMINAL_PROMPT_TOKENS,
+               cached_tokens: int = 0) -> Any:
+        """The online prediction for a live profile, or None (too few answers, or paced)."""
+        if self.calibration is None or profile.backend != "openai":
+            return None
+        model = self.calibration.model(self.calibration_key(profile))
+        return model.predict(prompt_tokens, cached_tokens)
+
+    def observe(self, profile: Profile, result: LegResult, cached_tokens: int = 0) -> Any:
+        """Learn from one finished live answer; returns the updated online prediction."""
+        if self.calibration is None or profile.backend != "openai" or result.ttft_ms is None:
+            return None
+        from hwmodel.online import Observation
+
+        model = self.calibration.observe(self.calibration_key(profile), Observation(
+            result.prompt_tokens, result.ttft_ms, result.tokens_per_s,
+            result.completion_tokens, cached_tokens, time.time()))
+        return model.predict(NOMINAL_PROMPT_TOKENS)
 
     def _predictor(self) -> Callable[..., Any] | None:
         if self._predict_fn is None:
@@ -61,6 +90,9 @@ class RateModel:
         return self._predict_fn
 
     def rates(self, profile: Profile, *, batch: int = 1, prompt_tokens: int = 0) -> Rates:
+        online = self.online(profile, prompt_tokens) if batch == 1 else None
+        if online is not None and online.tokens_per_s:
+            return Rates(online.ttft_ms, online.tokens_per_s, "online")
         bucket = 256 * math.ceil(max(prompt_tokens, 1) / 256)
         key = (profile.name, max(batch, 1), bucket)  # profiles are fixed per engine
         cached = self._cache.get(key)
@@ -99,8 +131,12 @@ class RateModel:
             r = self.rates(profile, batch=1, prompt_tokens=NOMINAL_PROMPT_TOKENS)
         except BackendError:
             return {"ttft_ms": None, "tokens_per_s": None}
-        return {"ttft_ms": round(r.ttft_ms, 2), "tokens_per_s": round(r.tokens_per_s, 2),
-                "basis": r.basis}
+        out: dict[str, Any] = {"ttft_ms": round(r.ttft_ms, 2),
+                               "tokens_per_s": round(r.tokens_per_s, 2), "basis": r.basis}
+        online = self.online(profile)
+        if online is not None and r.basis == "online":
+            out["answers"] = online.answers
+        return out
 
 
 @dataclass
@@ -114,6 +150,7 @@ class LegResult:
     source: dict[str, Any]
     predicted: dict[str, Any] | None
     upstream: dict[str, Any] | None
+    calibrated: dict[str, Any] | None = None  # the profile's online prediction after this
 
 
 class StreamJob:
@@ -234,6 +271,8 @@ class StreamJob:
             timing["predicted"] = r.predicted
         if r.upstream:
             timing["upstream"] = r.upstream
+        if r.calibrated:
+            timing["calibrated"] = r.calibrated
         source = dict(r.source)
         if self._steer_count:
             source["steers"] = self._steer_count
@@ -243,7 +282,9 @@ class StreamJob:
     async def _leg(self, messages: list[dict[str, str]], max_tokens: int | None,
                    t_start: float) -> LegResult:
         backend = self.engine.backend(self.profile)
-        request = BackendRequest(self.gen.id, messages, max_tokens)
+        # the typed request describes the first leg only; after a steer the steer text does
+        typed = self.gen.request if self._steer_count == 0 else None
+        request = BackendRequest(self.gen.id, messages, max_tokens, typed)
         stream = await backend.open(request)
         try:
             if stream.paced:
@@ -403,6 +444,11 @@ class StreamJob:
         result = LegResult(stream.finish_reason or "stop", "".join(self._partial),
                            usage.get("prompt_tokens") or count_message_tokens(messages),
                            completion, ttft_ms, tps, source, predicted, stream.measured)
+        if predicted is not None and usage.get("cached_tokens"):
+            predicted["cached_tokens"] = usage["cached_tokens"]
+        online = self.engine.rates.observe(self.profile, result, usage.get("cached_tokens", 0))
+        if online is not None:
+            result.calibrated = online.to_dict()
         if self.engine.recorder is not None:
             try:
                 self.engine.recorder.record(messages, result.text,
@@ -451,10 +497,10 @@ class Engine:
 
     def __init__(self, config: CoreConfig, *, record_dir: Path | None = None,
                  rate_model: RateModel | None = None,
-                 package_cassettes: bool = True) -> None:
+                 package_cassettes: bool = True, calibration: Any = None) -> None:
         self.config = config
         self.package_cassettes = package_cassettes
-        self.rates = rate_model or RateModel()
+        self.rates = rate_model or RateModel(calibration=calibration)
         self.active: dict[str, int] = {}
         self._backends: dict[str, Backend] = {}
         self.record_dir = Path(record_dir) if record_dir else None

@@ -94,6 +94,9 @@ class Generate:
     profile: str
     messages: list[dict[str, str]]
     max_tokens: int | None = None
+    # optional: the user's request as typed, without the assembled context or feedback;
+    # a replay backend matches recordings on it (docs/protocol.md)
+    request: str | None = None
 
 
 @dataclass(frozen=True)
@@ -210,7 +213,9 @@ def parse_client_frame(raw: str | bytes) -> ClientFrame:
         if max_tokens is not None and not 0 < max_tokens <= MAX_TOKENS_LIMIT:
             raise ProtocolError(E_INVALID_FIELD, "field 'max_tokens' must be an integer from "
                                 f"1 to {MAX_TOKENS_LIMIT}, got {_echo(max_tokens)}", sid)
-        return Generate(id=sid, profile=profile, messages=messages, max_tokens=max_tokens)
+        request = _field(obj, "request", str, sid, required=False)
+        return Generate(id=sid, profile=profile, messages=messages, max_tokens=max_tokens,
+                        request=request)
     if kind == "cancel":
         return Cancel(id=_stream_id(obj))
     if kind == "steer":

@@ -29,6 +29,7 @@ class BackendRequest:
     stream_id: str
     messages: list[dict[str, str]]
     max_tokens: int | None = None
+    request: str | None = None  # the user's typed request (replay matches on it)
 
 
 @dataclass

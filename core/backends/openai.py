@@ -202,6 +202,13 @@ class _OpenAIStream(BackendStream):
         if isinstance(usage, dict):
             self.usage = {"prompt_tokens": _count(usage.get("prompt_tokens")),
                           "completion_tokens": _count(usage.get("completion_tokens"))}
+            details = usage.get("prompt_tokens_details")
+            cached = details.get("cached_tokens") if isinstance(details, dict) else None
+            timings = obj.get("timings")  # llama.cpp's server: cache_n prompt tokens reused
+            if cached is None and isinstance(timings, dict):
+                cached = timings.get("cache_n")
+            if _count(cached):  # optional: the prompt cache's share, for online calibration
+                self.usage["cached_tokens"] = _count(cached)
         choices = obj.get("choices") or []
         if not isinstance(choices, list):
             raise BackendError(P.E_BAD_UPSTREAM, "the endpoint sent a chunk whose 'choices' "

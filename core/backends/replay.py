@@ -138,12 +138,18 @@ class CassetteLibrary:
         norm = math.sqrt(sum(v * v for v in vec.values())) or 1.0
         return {t: v / norm for t, v in vec.items()}
 
-    def match(self, messages: list[dict[str, str]]) -> tuple[Cassette, float]:
-        """The closest cassette and its cosine score in [0, 1]; ties go to the first."""
+    def match(self, messages: list[dict[str, str]],
+              request: str | None = None) -> tuple[Cassette, float]:
+        """The closest cassette and its cosine score in [0, 1]; ties go to the first.
+
+        ``request`` is the user's request as typed: the app's last user message also holds
+        the assembled context and, after a rejection, the feedback put in front of it, which
+        would otherwise pull the match towards the wrong recording.
+        """
         if not self.cassettes:
             raise BackendError(E_NO_CASSETTES, "no cassettes to replay: add *.jsonl files to "
-                               "core/cassettes/ or a profile's 'cassettes' folders")
-        query_text = last_user_message(messages)
+                               "a replay profile's 'cassettes' folders")
+        query_text = request if request and request.strip() else last_user_message(messages)
         for cassette in self.cassettes:  # an exact replay is always the answer
             if cassette.last_user.strip() == query_text.strip():
                 return cassette, 1.0
@@ -179,7 +185,7 @@ class ReplayBackend:
         self.library = CassetteLibrary.load(self.folders)
 
     async def open(self, request: BackendRequest) -> BackendStream:
-        cassette, score = self.library.match(request.messages)
+        cassette, score = self.library.match(request.messages, request.request)
         total = cassette.answer_tokens
         limit, reason = total, "stop"
         if request.max_tokens is not None and total > request.max_tokens:
