@@ -12,6 +12,7 @@ from __future__ import annotations
 import configparser
 import json
 import os
+import re
 import shlex
 import shutil
 import sys
@@ -68,6 +69,24 @@ class TestCommand:
 
     def describe(self) -> str:
         return " ".join(shlex.quote(a) for a in self.argv)
+
+    def short(self, tests: tuple[str, ...] = ()) -> str:
+        """For people: "pytest tests/test_a.py", not the interpreter and plugin flags."""
+        argv = list(self.argv)
+        if self.runner is Runner.PYTEST and "pytest" in argv[:3]:
+            rest = argv[argv.index("pytest") + 1:]
+            kept = []
+            skip = False
+            for a in rest:
+                if skip:
+                    skip = False
+                elif a == "-p":
+                    skip = True
+                else:
+                    kept.append(a)
+            argv = ["pytest", *kept]
+        argv += list(tests)
+        return " ".join(shlex.quote(a) for a in argv)
 
 
 def read_settings(root: Path, table: dict[str, Any] | None = None) -> VerifySettings:
@@ -128,8 +147,17 @@ def detect(root: Path, settings: VerifySettings | None = None) -> TestCommand | 
         return TestCommand(Runner.CUSTOM, argv, f"[verify] command in {PROJECT_FILE}")
     why = _pytest_marker(root)
     if why:
-        return TestCommand(Runner.PYTEST, (python_for(root), "-m", "pytest"), why,
-                           selectable=True)
+        python = python_for(root)
+        if python != sys.executable:  # the project's own environment: all its plugins
+            return TestCommand(Runner.PYTEST, (python, "-m", "pytest"), why, selectable=True)
+        # our interpreter: its plugins are sparkstation's (seconds of start-up), so load
+        # only those the project names
+        plugins = project_plugins(root)
+        pytest_argv: tuple[str, ...] = (python, "-m", "pytest")
+        for module in plugins:
+            pytest_argv += ("-p", module)
+        return TestCommand(Runner.PYTEST, pytest_argv, why, selectable=True,
+                           env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
     pkg = root / "package.json"
     if pkg.is_file():
         try:
@@ -176,6 +204,32 @@ def _pytest_marker(root: Path) -> str:
         if (root / folder).is_dir() and any((root / folder).rglob("test_*.py")):
             return f"{folder}/ holds test_*.py files"
     return ""
+
+
+_PLUGIN_FILES = ("pyproject.toml", "setup.cfg", "setup.py", "tox.ini", "pytest.ini",
+                 "conftest.py", "tests/conftest.py", "requirements.txt",
+                 "requirements-dev.txt", "requirements-test.txt", "dev-requirements.txt")
+
+
+def project_plugins(root: Path) -> tuple[str, ...]:
+    """The installed pytest plugins (entry-point modules) the project's config, requirement
+    files or conftest name, by distribution name ("pytest-asyncio", "hypothesis")."""
+    from importlib.metadata import entry_points
+
+    text = ""
+    for name in _PLUGIN_FILES:
+        try:
+            text += (root / name).read_text("utf-8", "replace").lower() + "\n"
+        except OSError:
+            continue
+    text = text.replace("_", "-")
+    found: list[str] = []
+    for ep in entry_points(group="pytest11"):
+        dist = (ep.dist.name if ep.dist is not None else "").lower().replace("_", "-")
+        if dist and re.search(rf"(?<![\w-]){re.escape(dist)}(?![\w-])", text) \
+                and ep.value not in found:
+            found.append(ep.value.split(":")[0])
+    return tuple(found)
 
 
 def python_for(root: Path) -> str:

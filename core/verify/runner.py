@@ -31,6 +31,7 @@ KILL_GRACE_S = 2.0
 _LAUNCHER = (
     "import os,resource,sys\n"
     "lim=int(sys.argv[1]);kind=sys.argv[2]\n"
+    "os.nice(5)\n"
     "if lim>0:\n"
     " r=resource.RLIMIT_AS if kind=='as' else resource.RLIMIT_DATA\n"
     " try: resource.setrlimit(r,(lim,lim))\n"
@@ -139,12 +140,16 @@ class TestRun:
         return env
 
     def cancel(self) -> None:
-        """Stop the run (the whole process group); run() returns CANCELLED."""
+        """Stop the run (the whole process group); run() returns CANCELLED.  Never waits:
+        the UI thread calls it; run() escalates to SIGKILL in its own thread."""
         self._cancelled.set()
         with self._lock:
             proc = self._proc
-        if proc is not None:
-            _kill_group(proc)
+        if proc is not None and proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+            except (ProcessLookupError, PermissionError):
+                pass
 
     @property
     def cancelled(self) -> bool:
