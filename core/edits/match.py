@@ -1,21 +1,37 @@
-"""Locate a SEARCH text in a file: exact, then whitespace-tolerant, then fuzzy.
+"""Locate a SEARCH text in a file: exactly, then loosely, then fuzzily; never a guess.
 
-Why three tiers: models copy existing lines almost, not quite, exactly (lost trailing
-spaces, a different indent level, a typo).  Each looser tier is tried only when the
-stricter one finds nothing, and an ambiguous match is an error, never a guess.
+Why tiers: models copy existing lines almost, not quite, exactly (lost trailing
+spaces, another indent level, a blank line more or less, a typo).  Each looser tier is
+tried only when the stricter one finds nothing, and several places is an error (unless
+the caller's tie-break, a diff's `@@` line number or "the one place the model saw",
+names one).  This module only says *where*; core/edits/place.py decides *what* to
+write there, and refuses when a loose match cannot be carried over to the REPLACE text.
+
+Tiers:
+- "exact": the lines as written;
+- "loose": the non-blank lines equal after normalising whitespace (indentation,
+  trailing and inner runs), blank lines anywhere in between on either side;
+- "fuzzy": rapidfuzz similarity of the non-blank lines >= FUZZY_THRESHOLD with no
+  rival place within FUZZY_MARGIN, only for SEARCH texts of FUZZY_MIN_LINES to
+  FUZZY_MAX_CHARS; candidate places are chosen by lines found verbatim, so the cost is
+  bounded whatever the file size.
 """
 
 from __future__ import annotations
 
-import difflib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+from rapidfuzz import fuzz, process
 
 from core.errors import SparkError
 
-FUZZY_THRESHOLD = 0.88  # difflib ratio a window must reach to count as the match
+FUZZY_THRESHOLD = 0.88  # similarity a window must reach to count as the match
 FUZZY_MIN_LINES = 3  # fewer non-blank SEARCH lines: too little to tell places apart
 FUZZY_MARGIN = 0.05  # a rival window this close to the best makes the match ambiguous
-FUZZY_MAX_CHARS = 20_000  # difflib is quadratic: longer SEARCH texts must match exactly
+FUZZY_MAX_CHARS = 20_000  # longer SEARCH texts must match exactly or loosely
+MAX_CANDIDATES = 24  # windows scored in full by the fuzzy tier
+_PROBE_CHARS = 500  # a line is compared by its first characters only (minified files)
 
 
 @dataclass(frozen=True)
@@ -24,17 +40,16 @@ class Match:
 
     start: int
     end: int
-    how: str  # "exact" | "whitespace" | "indent" | "fuzzy"
-    indent_from: str = ""  # leading whitespace of the search text's first line ...
-    indent_to: str = ""  # ... and of the file line it matched (for re-indenting)
+    how: str  # "exact" | "loose" | "fuzzy"
     score: float = 1.0
-    # (search indent, file indent) of lines that matched with the same text, so a
-    # replacement written with 4 spaces lands in a tab-indented file as tabs
-    indent_map: tuple[tuple[str, str], ...] = ()
 
 
 class MatchError(SparkError):
     """No match, or several: the message names the file and shows the closest lines."""
+
+
+# picks one of several (start, end) hits, given the tier's name; None: still ambiguous
+TieBreak = Callable[[list[tuple[int, int]], str], "tuple[int, int] | None"]
 
 
 def split_lines(text: str) -> list[str]:
@@ -42,197 +57,167 @@ def split_lines(text: str) -> list[str]:
     return text.splitlines()
 
 
-def _find_all(lines: list[str], needle: list[str], key) -> list[int]:
+def norm(s: str) -> str:
+    """A line with its whitespace runs collapsed and ends stripped (the loose key)."""
+    return " ".join(s.split())
+
+
+def find_exact(lines: Sequence[str], needle: Sequence[str]) -> list[int]:
+    """Starts of every place `needle` occurs verbatim in `lines`."""
     n = len(needle)
     if n == 0 or n > len(lines):
         return []
-    if key is None:  # exact: no keyed copy of the file needed
-        first, hits, i = needle[0], [], 0
-        last = len(lines) - n
-        while True:
-            try:
-                i = lines.index(first, i, last + 1)
-            except ValueError:
-                return hits
-            if lines[i:i + n] == needle:
-                hits.append(i)
-            i += 1
-    want = [key(s) for s in needle]
-    keyed = [key(s) for s in lines]
-    first = want[0]
-    return [i for i in range(len(lines) - n + 1)
-            if keyed[i] == first and keyed[i:i + n] == want]
+    first, i = needle[0], 0
+    hits: list[int] = []
+    last = len(lines) - n
+    lines = list(lines) if not isinstance(lines, list) else lines
+    needle = list(needle)
+    while True:
+        try:
+            i = lines.index(first, i, last + 1)
+        except ValueError:
+            return hits
+        if lines[i:i + n] == needle:
+            hits.append(i)
+        i += 1
 
 
-def _indent(s: str) -> str:
-    return s[: len(s) - len(s.lstrip())]
+class _Loose:
+    """The file's non-blank lines, normalised, with their line numbers."""
+
+    def __init__(self, lines: Sequence[str]) -> None:
+        self.lines = lines
+        self.index = [i for i, s in enumerate(lines) if s.strip()]
+        self.keys = [norm(lines[i]) for i in self.index]
+
+    def window(self, k: int, n: int, search: Sequence[str]) -> tuple[int, int]:
+        """File lines of non-blank lines k..k+n, widened over as many blank lines as
+        SEARCH has before and after its first and last non-blank lines."""
+        start, end = self.index[k], self.index[k + n - 1] + 1
+        lead = next((i for i, s in enumerate(search) if s.strip()), 0)
+        trail = next((i for i, s in enumerate(reversed(search)) if s.strip()), 0)
+        while lead and start > 0 and not self.lines[start - 1].strip():
+            start, lead = start - 1, lead - 1
+        while trail and end < len(self.lines) and not self.lines[end].strip():
+            end, trail = end + 1, trail - 1
+        return start, end
 
 
-def _trim_blank_edges(needle: list[str]) -> tuple[list[str], int]:
-    """Drop blank lines at both ends (models add or lose them); return offset dropped."""
-    lo, hi = 0, len(needle)
-    while lo < hi and not needle[lo].strip():
-        lo += 1
-    while hi > lo and not needle[hi - 1].strip():
-        hi -= 1
-    return needle[lo:hi], lo
-
-
-def find(lines: list[str], search: list[str], *, path: str = "?",
-         threshold: float = FUZZY_THRESHOLD) -> Match:
+def find(lines: Sequence[str], search: Sequence[str], *, path: str = "?",
+         threshold: float = FUZZY_THRESHOLD, tiebreak: TieBreak | None = None,
+         exact_only: bool = False) -> Match:
     """Find `search` in `lines`; raise MatchError naming `path` when it is not unique."""
-    tiers = (
-        ("exact", None),
-        ("whitespace", lambda s: s.rstrip()),
-        ("indent", lambda s: " ".join(s.split())),
-    )
-    for how, key in tiers:
-        hits = _find_all(lines, search, key)
-        if len(hits) == 1:
-            return _make(lines, search, hits[0], len(search), how)
-        if len(hits) > 1:
-            raise MatchError(_ambiguous(path, search, hits, lines))
-    core, _ = _trim_blank_edges(search)
-    if core and core != search:
-        for how, key in tiers:
-            hits = _find_all(lines, core, key)
-            if len(hits) == 1:
-                return _make(lines, core, hits[0], len(core), how)
-            if len(hits) > 1:
-                raise MatchError(_ambiguous(path, core, hits, lines))
-    target = core or search
-    if sum(1 for s in target if s.strip()) < FUZZY_MIN_LINES \
-            or sum(len(s) for s in target) > FUZZY_MAX_CHARS:
-        best, _ = _fuzzy(lines, target, score=False)
-        raise MatchError(_not_found(path, lines, search, best))
-    best, second = _fuzzy(lines, target)
-    if best is not None and best[0] >= threshold and second is not None \
-            and second[0] >= best[0] - FUZZY_MARGIN:
-        raise MatchError(_ambiguous(path, target, [best[1], second[1]], lines,
-                                    f"{best[0]:.0%} and {second[0]:.0%} similar"))
-    if best is not None and best[0] >= threshold:
-        score, start, length = best
-        m = _make(lines, target, start, length, "fuzzy")
-        return Match(m.start, m.end, "fuzzy", m.indent_from, m.indent_to, score,
-                     m.indent_map)
-    raise MatchError(_not_found(path, lines, search, best))
+    hits = [(h, h + len(search)) for h in find_exact(lines, search)]
+    if hits:
+        return _one(hits, "exact", lines, search, path, tiebreak)
+    if exact_only:
+        raise MatchError(f"{path}: SEARCH text not found exactly")
+    needle = [norm(s) for s in search if s.strip()]
+    if not needle:
+        raise MatchError(f"{path}: the SEARCH text is only blank lines and is not in the "
+                         f"file as written; it names no place")
+    loose = _Loose(lines)
+    starts = find_exact(loose.keys, needle)
+    if starts:
+        hits = [loose.window(k, len(needle), search) for k in starts]
+        return _one(hits, "loose", lines, search, path, tiebreak)
+    if len(needle) < FUZZY_MIN_LINES or sum(map(len, needle)) > FUZZY_MAX_CHARS:
+        raise MatchError(_not_found(path, lines, search, _closest_line(lines, search)))
+    scored = _fuzzy(loose, needle)
+    best = scored[0] if scored else None
+    if best is None or best[0] < threshold:
+        raise MatchError(_not_found(path, lines, search, best and (
+            best[0], loose.index[best[1]], best[2])))
+    rivals = [t for t in scored[1:] if t[0] >= best[0] - FUZZY_MARGIN
+              and (t[1] >= best[1] + best[2] or t[1] + t[2] <= best[1])]
+    places = [(sc, loose.window(k, n, search)) for sc, k, n in [best] + rivals]
+    if rivals:
+        chosen = tiebreak([w for _, w in places], "fuzzy") if tiebreak else None
+        if chosen is None:
+            raise MatchError(_ambiguous(
+                path, search, [w[0] for _, w in places], lines,
+                f"{best[0]:.0%} and {rivals[0][0]:.0%} similar"))
+        score = next(sc for sc, w in places if w == chosen)
+        return Match(chosen[0], chosen[1], "fuzzy", score)
+    start, end = places[0][1]
+    return Match(start, end, "fuzzy", best[0])
 
 
-def _make(lines: list[str], search: list[str], start: int, length: int, how: str) -> Match:
-    s_first = next((s for s in search if s.strip()), "")
-    f_first = next((s for s in lines[start:start + length] if s.strip()), "")
-    pairs: dict[str, str] = {}
-    if how != "exact":
-        for s, f in zip(search, lines[start:start + length]):
-            if s.strip() and " ".join(s.split()) == " ".join(f.split()):
-                pairs.setdefault(_indent(s), _indent(f))
-    return Match(start, start + length, how, _indent(s_first), _indent(f_first),
-                 indent_map=tuple(pairs.items()))
+def _one(hits: list[tuple[int, int]], how: str, lines: Sequence[str],
+         search: Sequence[str], path: str, tiebreak: TieBreak | None) -> Match:
+    if len(hits) == 1:
+        return Match(hits[0][0], hits[0][1], how)
+    chosen = tiebreak(hits, how) if tiebreak else None
+    if chosen is None:
+        raise MatchError(_ambiguous(path, search, [h for h, _ in hits], lines))
+    return Match(chosen[0], chosen[1], how)
 
 
-MAX_CANDIDATES = 24  # windows scored in full by the fuzzy tier
+def _fuzzy(loose: _Loose, needle: list[str]) -> list[tuple[float, int, int]]:
+    """(score, first non-blank index, length) of the scored windows, best first."""
+    keys = loose.keys
+    n = len(needle)
+    if not keys:
+        return []
+    target = "\n".join(s[:_PROBE_CHARS] for s in needle)
+    scored: list[tuple[float, int, int]] = []
+    seen: set[tuple[int, int]] = set()
+    for base in _candidates(keys, needle):
+        for start in (base - 1, base, base + 1):
+            for length in (n - 1, n, n + 1):
+                if length < 1 or start < 0 or start + length > len(keys) \
+                        or (start, length) in seen:
+                    continue
+                seen.add((start, length))
+                text = "\n".join(s[:_PROBE_CHARS] for s in keys[start:start + length])
+                score = fuzz.ratio(target, text, score_cutoff=50) / 100
+                if score:
+                    scored.append((score, start, length))
+    scored.sort(key=lambda t: (-t[0], abs(t[2] - n), t[1]))
+    return scored
 
 
-def _candidates(stripped: list[str], target: list[str]) -> set[int]:
-    """Window starts worth scoring: voted for by search lines found verbatim (after
-    stripping), else near the lines most similar to the first and last search lines."""
+def _candidates(keys: list[str], needle: list[str]) -> set[int]:
+    """Window starts worth scoring: voted for by SEARCH lines found verbatim (after
+    normalising), else near the lines most similar to the first and last SEARCH lines."""
+    wanted = set(needle)
     where: dict[str, list[int]] = {}
-    wanted = {t for t in target if t}
-    for i, s in enumerate(stripped):
+    for i, s in enumerate(keys):
         if s in wanted:
             where.setdefault(s, []).append(i)
     votes: dict[int, int] = {}
-    for j, t in enumerate(target):
+    for j, t in enumerate(needle):
         for i in where.get(t, ())[:200]:  # a line repeated everywhere votes for nothing
             votes[i - j] = votes.get(i - j, 0) + 1
     if votes:
         ranked = sorted(votes.items(), key=lambda kv: (-kv[1], kv[0]))[:MAX_CANDIDATES]
         return {max(0, start) for start, _ in ranked}
     starts: set[int] = set()
-    probes = [(j, t) for j, t in enumerate(target) if t]
-    uniq = list(dict.fromkeys(s for s in stripped if s))
-    for j, t in probes[:1] + probes[-1:]:
-        for close in _close_lines(t[:500], [u[:500] for u in uniq], MAX_CANDIDATES // 2):
-            for i in [k for k, s in enumerate(stripped) if s == close][:4]:
-                starts.add(max(0, i - j))
+    probes = [k[:_PROBE_CHARS] for k in keys]
+    for j in sorted({0, len(needle) - 1}):
+        got = process.extract(needle[j][:_PROBE_CHARS], probes, scorer=fuzz.ratio,
+                              limit=MAX_CANDIDATES // 2, score_cutoff=60)
+        for _line, _score, i in got:
+            starts.add(max(0, i - j))
     return starts
 
 
-def _close_lines(probe: str, uniq: list[str], k: int) -> list[str]:
-    """The k lines most similar to probe: cheap upper bounds first, full ratio last."""
-    sm = difflib.SequenceMatcher(autojunk=False)
-    sm.set_seq2(probe)  # difflib caches what it learns about seq2
-    rough = []
-    for line in uniq:
-        sm.set_seq1(line)
-        if sm.real_quick_ratio() >= 0.6:
-            q = sm.quick_ratio()
-            if q >= 0.6:
-                rough.append((q, line))
-    rough.sort(key=lambda t: -t[0])
-    exact = []
-    for _, line in rough[:k * 8]:
-        sm.set_seq1(line)
-        exact.append((sm.ratio(), line))
-    exact.sort(key=lambda t: -t[0])
-    return [line for r, line in exact[:k] if r >= 0.6]
+def _closest_line(lines: Sequence[str], search: Sequence[str]
+                  ) -> tuple[float, int, int] | None:
+    """A cheap guess at where a SEARCH text too small or too big to match fuzzily was
+    meant to go, from its first non-blank line, for the error message."""
+    probe = next((s.strip()[:_PROBE_CHARS] for s in search if s.strip()), "")
+    if not probe or not lines:
+        return None
+    got = process.extractOne(probe, [s.strip()[:_PROBE_CHARS] for s in lines[:20000]],
+                             scorer=fuzz.ratio, score_cutoff=30)
+    if got is None:
+        return None
+    _line, score, i = got
+    return score / 100, i, min(len(search), len(lines) - i)
 
 
-def _fuzzy(lines: list[str], search: list[str], *, score: bool = True):
-    """Best and second-best (score, start, length) windows, lengths len(search)±1.
-
-    With score=False (a SEARCH text too small or too big to match fuzzily) only a
-    cheap guess at the closest place is made, from its first non-blank line, for the
-    error message."""
-    n = len(search)
-    if n == 0 or not lines:
-        return None, None
-    if not score:
-        probe = next((s.strip()[:500] for s in search if s.strip()), "")
-        if not probe:
-            return None, None
-        sm = difflib.SequenceMatcher(autojunk=False)
-        sm.set_seq2(probe)
-        best = None
-        for i, line in enumerate(lines[:20000]):
-            sm.set_seq1(line.strip()[:500])
-            floor = best[0] if best else 0.3
-            if sm.real_quick_ratio() > floor and sm.quick_ratio() > floor:
-                r = sm.ratio()
-                if r > floor:
-                    best = (r, i, min(n, len(lines) - i))
-        return best, None
-    target_lines = [s.strip() for s in search]
-    target = "\n".join(target_lines)
-    stripped = [s.strip() for s in lines]
-    starts = _candidates(stripped, target_lines)
-    scored: list[tuple[float, int, int]] = []
-    sm = difflib.SequenceMatcher(autojunk=False)
-    sm.set_seq2(target)
-    seen: set[tuple[int, int]] = set()
-    for base in starts:
-        for start in (base - 1, base, base + 1):
-            for length in (n - 1, n, n + 1):
-                if length < 1 or start < 0 or start + length > len(lines):
-                    continue
-                if (start, length) in seen:
-                    continue
-                seen.add((start, length))
-                sm.set_seq1("\n".join(stripped[start:start + length]))
-                if sm.real_quick_ratio() < 0.5 or sm.quick_ratio() < 0.5:
-                    continue
-                scored.append((sm.ratio(), start, length))
-    if not scored:
-        return None, None
-    scored.sort(key=lambda t: (-t[0], abs(t[2] - n), t[1]))
-    best = scored[0]
-    # a rival only counts if it does not overlap the best window
-    second = next((t for t in scored[1:]
-                   if t[1] >= best[1] + best[2] or t[1] + t[2] <= best[1]), None)
-    return best, second
-
-
-def _excerpt(lines: list[str], start: int, length: int) -> str:
+def _excerpt(lines: Sequence[str], start: int, length: int) -> str:
     lo, hi = max(0, start), min(len(lines), start + max(length, 1))
     return "\n".join(f"  {i + 1:>5} | {_clip(lines[i])}" for i in range(lo, hi))
 
@@ -242,8 +227,8 @@ def _clip(line: str, width: int = 200) -> str:
     return line if len(line) <= width else line[:width] + f"... ({len(line):,} chars)"
 
 
-def _ambiguous(path: str, search: list[str], hits: list[int], lines: list[str] | None = None,
-               how: str = "") -> str:
+def _ambiguous(path: str, search: Sequence[str], hits: list[int],
+               lines: Sequence[str] | None = None, how: str = "") -> str:
     where = ", ".join(str(h + 1) for h in hits[:8])
     msg = (f"{path}: the SEARCH text matches {len(hits)} places (lines {where})"
            f"{' ' + how if how else ''}; add more surrounding lines so it names one place")
@@ -254,48 +239,12 @@ def _ambiguous(path: str, search: list[str], hits: list[int], lines: list[str] |
     return msg
 
 
-def _not_found(path: str, lines: list[str], search: list[str], best) -> str:
+def _not_found(path: str, lines: Sequence[str], search: Sequence[str],
+               best: tuple[float, int, int] | None) -> str:
     head = f"{path}: SEARCH text not found"
     if best is None:
-        first = search[0] if search else ""
+        first = next((s for s in search if s.strip()), "")
         return f"{head} (nothing similar; first SEARCH line: {_clip(first)!r})"
     score, start, length = best
     return (f"{head}; closest lines ({score:.0%} similar):\n"
             f"{_excerpt(lines, start, length)}")
-
-
-def reindent(replace: list[str], m: Match) -> list[str]:
-    """Shift the replacement's indentation the way the match shifted the search's.
-
-    An indent seen in the SEARCH text maps to the file's indent for that line; a deeper
-    one keeps its extra depth, converted to tabs when the file indents with tabs and
-    the answer with spaces."""
-    mapping = dict(m.indent_map) or {m.indent_from: m.indent_to}
-    if m.how not in ("indent", "fuzzy") or all(k == v for k, v in mapping.items()):
-        return replace
-    unit = _indent_unit(list(mapping))
-    out = []
-    for s in replace:
-        ind = _indent(s)
-        if not s.strip():
-            out.append(s)
-        elif ind in mapping:
-            out.append(mapping[ind] + s[len(ind):])
-        else:
-            base = max((k for k in mapping if ind.startswith(k)), key=len, default=None)
-            if base is None:
-                out.append(s)
-                continue
-            extra = ind[len(base):]
-            to = mapping[base]
-            if "\t" in to and "\t" not in extra and unit:
-                extra = "\t" * (len(extra) // unit) + " " * (len(extra) % unit)
-            out.append(to + extra + s[len(ind):])
-    return out
-
-
-def _indent_unit(indents: list[str]) -> int:
-    """Spaces per level in the answer's indentation (4 when it cannot tell)."""
-    widths = sorted({len(i) for i in indents if i and "\t" not in i})
-    steps = [b - a for a, b in zip([0] + widths, widths) if b > a]
-    return min(steps) if steps else 4

@@ -7,12 +7,14 @@ the base it was computed against (text + fingerprint) so nothing unseen is overw
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass, field
 
 from core.edits.hunks import Hunk, apply_hunks, make_hunks_tracked, rebase_hunk
-from core.edits.match import MatchError, find, reindent, split_lines
+from core.edits.match import MatchError, find, find_exact, norm, split_lines
 from core.edits.parser import Edit
+from core.edits.place import FENCE_LINE, PlaceError, hunk_opcodes, place, strip_fences
 from core.workspace.files import Workspace, WorkspaceError
 
 
@@ -119,10 +121,16 @@ class Proposal:
         return any(s == "stale" for s in self.status(ws).values())
 
 
+class AlreadyApplied(MatchError):
+    """The edit's REPLACE text is already where it would go: skipped, nothing lost."""
+
+
 class FileEditor:
     """Applies edits one after another to one file's lines, remembering which lines are
     still the original ones, so hunks are diffed only where edits landed (fast on big
-    files, and aligned with what the model meant)."""
+    files, and aligned with what the model meant), a diff's `@@` numbers can be mapped
+    onto the edited file, and a later block that became ambiguous only because an
+    earlier block wrote a copy of its SEARCH text still finds the place the model saw."""
 
     def __init__(self, path: str, old_text: str) -> None:
         self.path = path
@@ -140,11 +148,22 @@ class FileEditor:
         return "\n".join(self.lines) + ("\n" if self.final_newline or blank_end else "")
 
     def _splice(self, start: int, end: int, new: list[str]) -> None:
+        # lines the placement kept from the file keep their origin (they are the file's)
+        old, old_origin = self.lines[start:end], self.origin[start:end]
         self.lines[start:end] = new
-        self.origin[start:end] = [None] * len(new)
+        origin: list[int | None] = [None] * len(new)
+        if old and new:
+            sm = difflib.SequenceMatcher(None, old, new, autojunk=False)
+            for a, b, size in sm.get_matching_blocks():
+                origin[b:b + size] = old_origin[a:a + size]
+            if not self.final_newline:  # its line end may change: not the same line
+                last = len(self.original) - 1
+                origin = [None if o == last else o for o in origin]
+        self.origin[start:end] = origin
 
     def apply(self, edit: Edit) -> None:
-        """Apply one edit; MatchError when its SEARCH text cannot be placed."""
+        """Apply one edit; MatchError when its SEARCH text cannot be placed or what to
+        write there cannot be proved."""
         replace = split_lines(edit.replace)
         search = split_lines(edit.search)
         lazy = elided_line(search, replace)
@@ -157,35 +176,89 @@ class FileEditor:
         if not search or not "".join(search).strip():
             self._insert_without_search(edit, replace)
             return
+        ops = _edit_opcodes(edit, search, replace)
         try:
-            m = find(self.lines, search, path=self.path)
+            self._place(edit, search, replace, ops)
+            return
         except MatchError as exc:
-            substantial = sum(1 for r in replace if r.strip()) >= 2
-            if replace and (substantial or self._overlapped(search)) \
-                    and _contains(self.lines, replace):
-                raise MatchError(f"{self.path}: SEARCH text not found, and its REPLACE "
-                                 f"text is already in the file: the edit looks applied "
-                                 f"already (or repeated in the answer); skipped") from None
-            clash = self._overlapped(search)
-            if clash:
-                raise MatchError(f"{self.path}: the SEARCH text was at lines {clash} of "
-                                 f"the file, which an earlier edit of this answer already "
-                                 f"changed; the two edits overlap, this one is not "
-                                 f"applied") from None
-            raise exc from None
+            first = exc
+        stripped = None
+        try:
+            stripped = strip_fences(search, replace)
+        except PlaceError as exc:
+            raise MatchError(f"{self.path}: {exc}") from None
+        if stripped is not None and stripped[0] and "".join(stripped[0]).strip():
+            try:
+                self._place(edit, stripped[0], stripped[1], None)
+                return
+            except MatchError:
+                pass
+        self._explain(search, replace, first)
+
+    def _place(self, edit: Edit, search: list[str], replace: list[str],
+               ops: list[tuple[str, int, int, int, int]] | None) -> None:
+        wrapped = bool(search) and bool(FENCE_LINE.match(search[0]) or
+                                        FENCE_LINE.match(search[-1]))
+        m = find(self.lines, search, path=self.path, tiebreak=self._tiebreak(edit, search),
+                 exact_only=wrapped)
         if m.how == "fuzzy" and any(o is None for o in self.origin[m.start:m.end]):
             raise MatchError(f"{self.path}: SEARCH text not found exactly; the closest "
                              f"lines ({m.start + 1}-{m.end}) overlap what an earlier "
                              f"edit of this answer wrote, so it is not applied there")
-        self._splice(m.start, m.end, reindent(replace, m))
+        try:
+            new = place(self.lines[m.start:m.end], search, replace, ops)
+        except PlaceError as exc:
+            raise MatchError(f"{self.path}: SEARCH text matched lines {m.start + 1}-{m.end} "
+                             f"only {'approximately' if m.how == 'fuzzy' else 'loosely'}, "
+                             f"and {exc}") from None
+        self._splice(m.start, m.end, new)
+
+    def _tiebreak(self, edit: Edit, search: list[str]):
+        """Chooses among several equal places: the one a diff's `@@ -a` number names
+        (mapped through earlier edits), else the one place the model saw, when the
+        others were written by earlier edits of this answer."""
+        hint: int | None = None
+        if edit.kind == "udiff" and edit.line is not None:
+            want = edit.line - 1
+            hint = next((j for j, o in enumerate(self.origin) if o == want), None)
+
+        def pick(hits: list[tuple[int, int]], how: str) -> tuple[int, int] | None:
+            if hint is not None:
+                at = [h for h in hits if h[0] == hint]
+                if len(at) == 1:
+                    return at[0]
+            untouched = [h for h in hits
+                         if all(o is not None for o in self.origin[h[0]:h[1]])]
+            if len(untouched) == 1 and len(untouched) < len(hits) and how != "fuzzy":
+                seen = find_exact(self.original, search) if how == "exact" else \
+                    find_exact([norm(s) for s in self.original if s.strip()],
+                               [norm(s) for s in search if s.strip()])
+                if len(seen) == 1:
+                    return untouched[0]
+            return None
+        return pick
+
+    def _explain(self, search: list[str], replace: list[str], exc: MatchError) -> None:
+        """Re-raise a failed match with the likeliest reason."""
+        substantial = sum(1 for r in replace if r.strip()) >= 2
+        if replace and (substantial or self._overlapped(search)) \
+                and _contains(self.lines, replace):
+            raise AlreadyApplied(f"{self.path}: SEARCH text not found, and its REPLACE "
+                                 f"text is already in the file: the edit looks applied "
+                                 f"already (or repeated in the answer); skipped") from None
+        clash = self._overlapped(search)
+        if clash:
+            raise MatchError(f"{self.path}: the SEARCH text was at lines {clash} of "
+                             f"the file, which an earlier edit of this answer already "
+                             f"changed; the two edits overlap, this one is not "
+                             f"applied") from None
+        raise exc from None
 
     def _overlapped(self, search: list[str]) -> str | None:
         """'a-b' when search was in the original file where an earlier edit wrote."""
         n = len(search)
         kept = {o for o in self.origin if o is not None}
-        for i in range(len(self.original) - n + 1):
-            if self.original[i] != search[0] or self.original[i:i + n] != search:
-                continue
+        for i in find_exact(self.original, search):
             if not all(j in kept for j in range(i, i + n)):
                 return f"{i + 1}-{i + n}"
         return None
@@ -197,9 +270,16 @@ class FileEditor:
         if not "".join(self.lines).strip():
             self._splice(0, len(self.lines), replace)
             return
+        if replace == self.lines:
+            raise AlreadyApplied(f"{self.path}: the file already has exactly this "
+                                 f"content; skipped")
         if edit.kind == "udiff" and edit.line is not None and edit.line >= len(self.lines):
             self._splice(len(self.lines), len(self.lines), replace)
             return
+        if edit.kind == "udiff" and edit.line is None:
+            raise MatchError(f"{self.path}: the diff creates this file (--- /dev/null, or "
+                             f"a hunk with no context lines), but it exists and is not "
+                             f"empty; not applied")
         if edit.kind == "udiff":
             raise MatchError(f"{self.path}: a diff hunk adds lines with no context lines "
                              f"around them (at line {edit.line}); it cannot be placed "
@@ -207,6 +287,20 @@ class FileEditor:
         raise MatchError(f"{self.path}: an empty SEARCH part creates a new file, but "
                          f"this file exists and is not empty; not applied (to add "
                          f"lines, SEARCH for the lines they go after)")
+
+
+def _edit_opcodes(edit: Edit, search: list[str], replace: list[str]
+                  ) -> list[tuple[str, int, int, int, int]] | None:
+    """A diff hunk's exact SEARCH -> REPLACE opcodes when the parser kept its tagged
+    lines (and they agree with its text); None lets difflib align the two."""
+    ops = getattr(edit, "ops", None)
+    if not ops:
+        return None
+    olds = [ln for t, ln in ops if t != "+"]
+    news = [ln for t, ln in ops if t != "-"]
+    if olds != search or news != replace:
+        return None
+    return hunk_opcodes(ops)
 
 
 _COMMENT = r"(?:#|//|/\*|<!--|--|;|\*)"
@@ -229,9 +323,7 @@ def elided_line(search: list[str], replace: list[str]) -> str | None:
 
 
 def _contains(lines: list[str], needle: list[str]) -> bool:
-    n = len(needle)
-    return any(lines[i:i + n] == needle for i in range(len(lines) - n + 1)
-               if lines[i] == needle[0])
+    return bool(find_exact(lines, needle))
 
 
 def apply_edit_to_text(text: str, edit: Edit, path: str) -> str:
