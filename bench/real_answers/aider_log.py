@@ -1,0 +1,181 @@
+"""Split an Aider chat log (`.aider.chat.history.md`) into model answers with Aider's verdicts.
+
+Why: the edit parser must be checked against what real models write, and Aider's committed
+chat logs hold thousands of real answers together with what Aider itself did with each
+one ("Applied edit to X", "Commit abc1234 ...", "did not conform to the edit format").
+Aider's verdict is the reference we compare our parser with.
+
+The log's shape (Aider writes it as markdown):
+- `# aider chat started at 2024-05-01 12:00:00` opens a session;
+- `> ...` lines (ending with two spaces, or a bare `>`) are Aider's own output: the model
+  line (`> Model: X with diff edit format`, `> Main model: ...`, `> Editor model: ...`),
+  verdicts, prompts, command output;
+- `#### ...` lines are the user's message;
+- every other run of lines is one assistant answer.  A reflection (Aider sends the
+  failure back and the model answers again) shows as a second answer after `>` lines,
+  with no `####` in between: it is kept as its own answer, with its own verdict.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+_SESSION_RE = re.compile(r"^# aider chat started at (\S+ \S+)")
+_MODEL_RE = re.compile(r"^(?:Main model|Model|Editor model):\s*(.*?)\s+with\s+(\S+)\s+edit format")
+_APPLIED_RE = re.compile(r"^Applied edit to (.+?)\s*$")
+_COMMIT_RE = re.compile(r"^Commit(?:ted)? ([0-9a-f]{7,40})\b")
+_REPORT_START = re.compile(r"(SEARCH/REPLACE blocks? failed to match|UnifiedDiffNoMatch|"
+                           r"UnifiedDiffNotUnique|hunks? failed to apply)")
+_FAILED_IN = re.compile(r"failed to exactly match lines in (.+?)\s*$")
+_NO_MATCH_IN = re.compile(r"^(\S+) does not contain lines that match the diff")
+_FAIL_MARKERS = ("did not conform to the edit format", "failed to match",
+                 "Failed to apply edit", "UnifiedDiffNoMatch", "UnifiedDiffNotUnique",
+                 "Malformed", "SearchReplaceNoExactMatch")
+
+
+@dataclass
+class Answer:
+    """One assistant answer and what Aider did with it."""
+
+    index: int  # position in the log (0-based, over all answers)
+    session_start: str | None  # "2024-05-01 12:00:00" of the session it belongs to
+    model: str  # "" when the log does not say
+    edit_format: str  # Aider's edit format for this answer ("diff", "whole", ...), "" unknown
+    request: str  # the user's message this answer follows (reflections: the same one)
+    text: str
+    applied: list[str] = field(default_factory=list)  # "Applied edit to X", in order
+    commits: list[str] = field(default_factory=list)  # short hashes Aider committed
+    failed: bool = False  # Aider reported an edit it could not apply
+    failed_paths: list[str] = field(default_factory=list)  # files of the blocks that failed
+    reflection: bool = False  # an answer to Aider's own failure report
+    architect: bool = False  # an architect-mode plan, handed to the editor model
+
+
+def _kind(line: str, in_fence: bool = False) -> str:
+    """"tool" for Aider's own `>` output, "user" for `####`, "session", else "text".
+
+    A `> ` line inside an open code fence of an answer is the answer's own text (a shell
+    prompt, a quoted line in a diff); outside, it is Aider's output (a markdown quote in
+    an answer is rare, and Aider's lines are far more common)."""
+    if line.startswith("#### ") or line == "####":
+        return "user"
+    if _SESSION_RE.match(line):
+        return "session"
+    if line.rstrip() == ">" or line.startswith("> "):
+        return "text" if in_fence and not line.endswith("  ") else "tool"
+    return "text"
+
+
+_FENCE_LINE = re.compile(r"^\s*(```|~~~)")
+
+
+def _clean_path(p: str) -> str:
+    return p.strip().replace("\\", "/").removeprefix("./")
+
+
+def parse_log(text: str) -> list[Answer]:
+    """Every assistant answer of the log, in order, with its verdict lines attached."""
+    answers: list[Answer] = []
+    session: str | None = None
+    main_model = editor_model = ""
+    main_format = editor_format = ""
+    request: list[str] = []
+    body: list[str] = []
+    current: Answer | None = None  # the last answer, collecting its verdict lines
+    after_tool = False  # Aider printed something since the last answer
+    after_user = False
+    edit_prompt = False  # "Edit the files?" seen: the next answer is the editor's
+
+    def close_body() -> None:
+        nonlocal current, body, after_tool, after_user, edit_prompt
+        text_ = "\n".join(body).strip("\n")
+        body = []
+        if not text_.strip():
+            return
+        editor = edit_prompt and main_format == "architect"
+        ans = Answer(
+            index=len(answers), session_start=session,
+            model=editor_model if editor else main_model,
+            edit_format=editor_format if editor else main_format,
+            request="\n".join(request).strip(), text=text_ + "\n",
+            reflection=after_tool and not after_user and current is not None,
+            architect=main_format == "architect" and not editor)
+        answers.append(ans)
+        current = ans
+        after_tool = after_user = edit_prompt = False
+
+    prev_kind = ""
+    in_report = False  # inside Aider's failure report, which it logs as plain lines
+    fence_open = False  # the answer being read has an open ``` fence
+    for raw in text.split("\n"):
+        line = raw.rstrip("\r")
+        kind = _kind(line, bool(body) and fence_open)
+        if line.strip():
+            prev_kind, kind_before = kind, prev_kind
+        else:
+            kind_before = prev_kind
+        if kind == "text" and in_report:
+            m = _FAILED_IN.search(line) or _NO_MATCH_IN.match(line)
+            if m and current is not None and _clean_path(m.group(1)) not in current.failed_paths:
+                current.failed_paths.append(_clean_path(m.group(1)))
+            if line.startswith(("Just reply with", "Only reply with")) or (
+                    line.startswith("The SEARCH section must exactly match")
+                    and line.endswith("  ")):
+                in_report = False
+            continue
+        if kind == "text":
+            if not body and not line.strip():
+                continue
+            if not body:
+                fence_open = False
+            if _FENCE_LINE.match(line):
+                fence_open = not fence_open
+            body.append(line)
+            continue
+        close_body()
+        in_report = False
+        if kind == "session":
+            m = _SESSION_RE.match(line)
+            session = m.group(1) if m else None
+            main_model = editor_model = main_format = editor_format = ""
+            current = None
+            request = []
+            continue
+        if kind == "user":
+            if kind_before != "user":
+                request = []
+            request.append(line[5:] if line.startswith("#### ") else "")
+            after_user = True
+            current = None  # verdict lines after a new request belong to no answer
+            continue
+        content = line[1:].strip()
+        after_tool = True
+        m = _MODEL_RE.match(content)
+        if m:
+            if content.startswith("Editor model"):
+                editor_model, editor_format = m.group(1), m.group(2)
+            else:
+                main_model, main_format = m.group(1), m.group(2)
+            continue
+        if content.startswith("Edit the files?"):
+            edit_prompt = True
+        if current is None:
+            continue
+        m = _APPLIED_RE.match(content)
+        if m:
+            current.applied.append(_clean_path(m.group(1)))
+            continue
+        m = _COMMIT_RE.match(content)
+        if m:
+            current.commits.append(m.group(1))
+            continue
+        if any(marker in content for marker in _FAIL_MARKERS):
+            current.failed = True
+        if _REPORT_START.search(content):
+            in_report = True
+        m = _FAILED_IN.search(content)
+        if m and _clean_path(m.group(1)) not in current.failed_paths:
+            current.failed_paths.append(_clean_path(m.group(1)))
+    close_body()
+    return answers

@@ -1,0 +1,259 @@
+"""Build the real-answers corpus from git mirrors of public repositories that committed
+their Aider chat logs.
+
+Usage: python -m bench.real_answers.collect MIRRORS_DIR OUT.jsonl.gz [--sample SAMPLE.jsonl.gz]
+
+MIRRORS_DIR holds bare git mirrors as `owner+name/repo` (the layout the search tool's
+fetch gives).  For every `.aider.chat.history.md` in any commit of a mirror, the largest
+version (logs only grow) is split into answers (`aider_log.parse_log`); each answer gets
+the tree it was written against:
+- the parent of the commit Aider made for it ("Commit abc1234") when the mirror has it
+  (exact: `tree_source = "commit"`);
+- else the last commit before its session started (`"session"`: close, not exact);
+- else none (`tree_known = False`).
+and, for that tree, the line count of every file whose name occurs in the answer's text,
+so stray-file and cut-file checks need no mirror later.  Why record names rather than
+the parser's current output: the parser changes; any path it could read from an answer
+has its file name in the answer.
+
+The full corpus stays outside the repository (it holds other people's text).  The
+`--sample` file holds only answers from repositories whose licence allows
+redistribution (MIT, Apache-2.0, BSD, ISC, MPL, Unlicense, CC0), each with its source
+repository, path and commit.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import subprocess
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+from .aider_log import Answer, parse_log
+
+LOG_NAME = ".aider.chat.history.md"
+_PERMISSIVE = [("MIT License", "MIT"), ("Permission is hereby granted, free of charge", "MIT"),
+               ("Apache License", "Apache-2.0"), ("Redistribution and use in source and binary",
+                                                  "BSD"),
+               ("ISC License", "ISC"), ("Mozilla Public License", "MPL-2.0"),
+               ("This is free and unencumbered software", "Unlicense"),
+               ("CC0 1.0", "CC0-1.0")]
+_WORD_RE = re.compile(r"[\w.\-\[\]@+]+")
+
+
+class Git:
+    """A few read-only queries on one bare mirror; blobs through one `cat-file --batch`."""
+
+    def __init__(self, gitdir: Path) -> None:
+        self.gitdir = gitdir
+        self._batch: subprocess.Popen[bytes] | None = None
+        self._trees: dict[str, dict[str, str]] = {}
+
+    def run(self, *args: str) -> str:
+        out = subprocess.run(["git", "--git-dir", str(self.gitdir), *args],
+                             capture_output=True, check=False)
+        return out.stdout.decode("utf-8", "replace")
+
+    def blob(self, spec: str, limit: int = 4 << 20) -> bytes | None:
+        if self._batch is None:
+            self._batch = subprocess.Popen(
+                ["git", "--git-dir", str(self.gitdir), "cat-file", "--batch"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        assert self._batch.stdin is not None and self._batch.stdout is not None
+        self._batch.stdin.write(spec.encode() + b"\n")
+        self._batch.stdin.flush()
+        header = self._batch.stdout.readline().split()
+        if len(header) < 3 or header[1] == b"missing":
+            return None
+        size = int(header[2])
+        data = self._batch.stdout.read(size + 1)[:-1]
+        return data if header[1] == b"blob" and size <= limit else None
+
+    def tree(self, commit: str) -> dict[str, str]:
+        """path -> blob id of every file at commit."""
+        if commit not in self._trees:
+            files: dict[str, str] = {}
+            for row in self.run("ls-tree", "-r", commit).splitlines():
+                meta, _, path = row.partition("\t")
+                parts = meta.split()
+                if len(parts) == 3 and parts[1] == "blob":
+                    files[path] = parts[2]
+            self._trees[commit] = files
+        return self._trees[commit]
+
+    def resolve(self, rev: str) -> str | None:
+        out = self.run("rev-parse", "--verify", "--quiet", rev + "^{commit}").strip()
+        return out or None
+
+    def close(self) -> None:
+        if self._batch is not None:
+            assert self._batch.stdin is not None
+            self._batch.stdin.close()
+            self._batch.wait()
+
+
+def licence(git: Git) -> str | None:
+    """The permissive licence the repository's newest tree declares, else None."""
+    head = git.resolve("HEAD")
+    if head is None:
+        return None
+    for path in git.tree(head):
+        if "/" in path or not path.upper().startswith(("LICENSE", "LICENCE", "COPYING")):
+            continue
+        data = git.blob(f"{head}:{path}") or b""
+        text = data[:4000].decode("utf-8", "replace")
+        for needle, name in _PERMISSIVE:
+            if needle in text:
+                return name
+    return None
+
+
+_EXAMPLES = "aider/website/examples/"
+
+
+def log_versions(git: Git, hints: tuple[str, ...] = ()) -> dict[str, str]:
+    """path of each chat log -> the commit holding its largest version.
+
+    Aider's own repository has no chat log but publishes real transcripts (2023, its
+    ORIGINAL/UPDATED era) as example pages: those are read as logs too."""
+    head = git.resolve("HEAD")
+    if head is not None:
+        examples = {p: head for p in git.tree(head)
+                    if p.startswith(_EXAMPLES) and p.endswith(".md")
+                    and not p.endswith("README.md")}
+        if examples:
+            return examples
+    # `git log --name-only` stops at the first object a snapshot lacks, so look at the
+    # trees of (up to 200, evenly spread) commits instead.
+    commits = git.run("rev-list", "--all", "--date-order").split()
+    if len(commits) > 200:
+        step = len(commits) / 200
+        commits = [commits[int(i * step)] for i in range(200)]
+    best: dict[str, str] = {}
+    size: dict[str, int] = {}
+    for commit in [*hints, *commits]:
+        for row in git.run("ls-tree", "-r", "-l", commit).splitlines():
+            meta, _, name = row.partition("\t")
+            if name != LOG_NAME and not name.endswith("/" + LOG_NAME):
+                continue
+            parts = meta.split()
+            if len(parts) == 4 and parts[3].isdigit() and int(parts[3]) > size.get(name, -1):
+                size[name], best[name] = int(parts[3]), commit
+    return best
+
+
+def _before_tree(git: Git, ans: Answer, cache: dict[str, str | None]) -> tuple[str | None, str]:
+    for short in ans.commits[:1]:
+        full = git.resolve(short)
+        if full is not None:
+            parent = git.resolve(full + "^")
+            if parent is not None:
+                return parent, "commit"
+    if ans.session_start:
+        if ans.session_start not in cache:
+            out = git.run("rev-list", "--all", "-n", "1", f"--before={ans.session_start}")
+            cache[ans.session_start] = out.strip() or None
+        commit = cache[ans.session_start]
+        if commit:
+            return commit, "session"
+    return None, "none"
+
+
+def _line_count(data: bytes) -> int:
+    return data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+
+
+def file_facts(git: Git, commit: str, text: str, applied: list[str]) -> dict[str, int | None]:
+    """Line count (None: binary or too big) of each file at commit whose name occurs in
+    text or that Aider applied an edit to."""
+    tree = git.tree(commit)
+    words = set(_WORD_RE.findall(text))
+    out: dict[str, int | None] = {}
+    for path, blob in tree.items():
+        base = path.rsplit("/", 1)[-1]
+        if base in words or path in applied:
+            data = git.blob(blob)
+            out[path] = None if data is None or b"\0" in data[:8000] else _line_count(data)
+    return out
+
+
+def answers_of(mirror: Path, hints: tuple[str, ...] = ()) -> list[dict[str, object]]:
+    """Every answer of every chat log in one mirror, as corpus records."""
+    gitdir = mirror / "repo" if (mirror / "repo").exists() else mirror
+    repo = mirror.name.replace("+", "/", 1)
+    git = Git(gitdir)
+    try:
+        lic = licence(git)
+        records: list[dict[str, object]] = []
+        for log_path, commit in log_versions(git, hints).items():
+            raw = git.blob(f"{commit}:{log_path}", limit=64 << 20)
+            if not raw:
+                continue
+            cache: dict[str, str | None] = {}
+            text = raw.decode("utf-8", "replace")
+            if log_path.startswith(_EXAMPLES):  # drop the page's HTML wrapper lines
+                text = "\n".join(x for x in text.split("\n")
+                                 if not x.startswith(("<div", "</div")))
+            for ans in parse_log(text):
+                rec = record(ans, repo, log_path, commit, lic)
+                tree, how = ((None, "none") if log_path.startswith(_EXAMPLES)
+                             else _before_tree(git, ans, cache))
+                rec["tree_source"] = how
+                rec["tree_commit"] = tree
+                rec["files"] = file_facts(git, tree, ans.text, ans.applied) if tree else {}
+                # what Aider's commit for this answer changed: the files of the blocks
+                # that did apply when others failed (Aider then names only the failures)
+                rec["committed"] = (git.run("diff-tree", "--no-commit-id", "--name-only", "-r",
+                                            git.resolve(ans.commits[0]) or "")
+                                    .split() if how == "commit" else [])
+                records.append(rec)
+        return records
+    finally:
+        git.close()
+
+
+def record(ans: Answer, repo: str, log_path: str, commit: str, lic: str | None
+           ) -> dict[str, object]:
+    rec: dict[str, object] = {"repo": repo, "log_path": log_path, "log_commit": commit,
+                              "licence": lic}
+    rec.update(asdict(ans))
+    rec["request"] = ans.request[:500]
+    return rec
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) < 2:
+        print(__doc__)
+        return 2
+    mirrors, out = Path(argv[0]), Path(argv[1])
+    sample = Path(argv[argv.index("--sample") + 1]) if "--sample" in argv else None
+    # --hints FILE: lines "owner/name commit" where an index saw a chat log
+    hints: dict[str, list[str]] = {}
+    if "--hints" in argv:
+        for row in Path(argv[argv.index("--hints") + 1]).read_text().splitlines():
+            if len(row.split()) == 2:
+                hints.setdefault(row.split()[0], []).append(row.split()[1])
+    total = 0
+    with gzip.open(out, "wt", encoding="utf-8") as fh:
+        for mirror in sorted(p for p in mirrors.iterdir() if p.is_dir()):
+            try:
+                recs = answers_of(mirror, tuple(hints.get(mirror.name.replace("+", "/", 1), [])))
+            except (OSError, ValueError, UnicodeError) as exc:  # one broken mirror must not stop the corpus
+                print(f"{mirror.name}: skipped ({exc!r})", file=sys.stderr)
+                continue
+            for rec in recs:
+                fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            total += len(recs)
+            print(f"{mirror.name}: {len(recs)} answers", file=sys.stderr)
+    print(f"{total} answers -> {out}", file=sys.stderr)
+    if sample is not None:
+        from .sample import write_sample
+        write_sample(out, sample)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,185 @@
+"""Real model answers from public Aider chat logs, replayed through our parser.
+
+The sample (bench/real_answers/sample.jsonl.gz, licence-clean repositories only; how it
+is built: docs/real-answers.md) holds each answer's text, Aider's verdict and the line
+counts of the files it names in the tree it was written against.  These tests hold the
+parser to what Aider did with the same answers, and to the three wrong writes that real
+answers provoke: a stray new file, an existing file cut to a snippet, a placeholder.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from bench.real_answers.aider_log import parse_log
+from bench.real_answers.measure import Verdict, family, is_placeholder_text, judge, table
+from bench.real_answers.sample import SAMPLE, load_sample
+
+# Measured on the sample when the floor was set; raise it when the parser improves.
+SAME_FILES_FLOOR = 0.97
+
+
+@pytest.fixture(scope="module")
+def verdicts() -> list[tuple[dict, Verdict]]:
+    records = [r for r in load_sample() if not r.get("architect")]
+    return [(r, judge(r)) for r in records]
+
+
+def test_sample_is_real_and_attributed() -> None:
+    with gzip.open(SAMPLE, "rt", encoding="utf-8") as fh:
+        records = [json.loads(line) for line in fh]
+    assert len(records) >= 150
+    assert len({r["repo"] for r in records}) >= 5
+    for r in records:
+        assert r["repo"] and r["log_path"].endswith(".md") and len(r["log_commit"]) == 40
+        assert r["licence"] in {"MIT", "Apache-2.0", "BSD", "ISC", "MPL-2.0", "Unlicense",
+                                "CC0-1.0"}
+
+
+def test_same_files_as_aider(verdicts: list[tuple[dict, Verdict]]) -> None:
+    row = table((v for _, v in verdicts), lambda v: v.family)["all"]
+    assert row.answers >= 60
+    misses = [f"{r['repo']}#{r['index']}: ours {sorted(v.ours)} aider {sorted(v.aider)}"
+              for r, v in verdicts if v.applied and not v.same]
+    assert row.same / row.answers >= SAME_FILES_FLOOR, "\n".join(misses)
+
+
+def test_no_stray_files(verdicts: list[tuple[dict, Verdict]]) -> None:
+    stray = [(r["repo"], r["index"], v.stray) for r, v in verdicts if v.stray]
+    assert stray == []
+
+
+def test_no_file_cut_to_a_snippet(verdicts: list[tuple[dict, Verdict]]) -> None:
+    cut = [(r["repo"], r["index"], v.cut) for r, v in verdicts if v.cut]
+    assert cut == []
+
+
+def test_no_placeholder_written(verdicts: list[tuple[dict, Verdict]]) -> None:
+    found = [(r["repo"], r["index"], v.placeholder) for r, v in verdicts if v.placeholder]
+    assert found == []
+
+
+# -- the measuring tools themselves --------------------------------------------------
+
+_LOG = """# aider chat started at 2024-06-01 10:00:00
+
+> aider --model claude-3-5-sonnet-20240620  
+> Aider v0.40.0  
+> Model: claude-3-5-sonnet-20240620 with diff edit format  
+
+#### add a greeting  
+
+Here is the change:
+
+app.py
+```python
+<<<<<<< SEARCH
+=======
+print("hi")
+>>>>>>> REPLACE
+```
+
+> Tokens: 1k sent, 100 received.  
+> Applied edit to app.py  
+> Commit abc1234 feat: greet  
+
+#### fix it  
+
+lib/x.py
+```python
+<<<<<<< SEARCH
+a = 1
+=======
+a = 2
+>>>>>>> REPLACE
+```
+
+> Tokens: 1k sent, 100 received.  
+> The LLM did not conform to the edit format.  
+> # 1 SEARCH/REPLACE block failed to match!
+
+## SearchReplaceNoExactMatch: This SEARCH block failed to exactly match lines in lib/x.py
+<<<<<<< SEARCH
+a = 1
+=======
+a = 2
+>>>>>>> REPLACE
+
+The SEARCH section must exactly match an existing block of lines including all white space, comments, indentation, docstrings, etc  
+
+Sorry, here is the fix:
+
+lib/x.py
+```python
+<<<<<<< SEARCH
+a=1
+=======
+a = 2
+>>>>>>> REPLACE
+```
+
+> Applied edit to lib/x.py  
+"""
+
+
+def test_log_split_into_answers_with_verdicts() -> None:
+    answers = parse_log(_LOG)
+    assert [a.applied for a in answers] == [["app.py"], [], ["lib/x.py"]]
+    first, failed, retry = answers
+    assert first.model == "claude-3-5-sonnet-20240620" and first.edit_format == "diff"
+    assert first.commits == ["abc1234"] and first.request == "add a greeting"
+    assert failed.failed and failed.failed_paths == ["lib/x.py"]
+    assert "SearchReplaceNoExactMatch" not in retry.text  # Aider's report is no answer
+    assert retry.reflection and retry.text.startswith("Sorry")
+
+
+def test_quoted_prompt_inside_a_fence_stays_in_the_answer() -> None:
+    log = "#### run it\n\nDo this:\n\n```console\n> make test\n```\n\nDone.\n"
+    (answer,) = parse_log(log)
+    assert "> make test" in answer.text and answer.text.rstrip().endswith("Done.")
+
+
+def test_judge_counts_stray_and_cut() -> None:
+    text = "src/big.py\n```python\nx = 1\n```\n\nnotes.txt\n```\nhello\n```\n"
+    rec = {"text": text, "applied": ["src/big.py"], "model": "gpt-4o",
+           "tree_commit": "f" * 40, "files": {"src/big.py": 400}}
+    v = judge(rec)
+    assert v.ours == {"src/big.py", "notes.txt"}
+    assert v.stray == ["notes.txt"] and v.cut == ["src/big.py (400 -> 1 lines)"]
+    assert not v.same
+
+
+def test_bracket_route_files_that_exist_are_not_placeholders() -> None:
+    text = "src/pages/blog/[...slug].astro\n```astro\n---\nconst x = 1;\n---\n```\n"
+    rec = {"text": text, "applied": ["src/pages/blog/[...slug].astro"], "model": "",
+           "tree_commit": "f" * 40, "files": {"src/pages/blog/[...slug].astro": 3}}
+    assert judge(rec).placeholder == []
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("[Contents of App.tsx go here]", True),
+    ("// Content of the file here", True),
+    ("# ... rest of the file unchanged ...", True),
+    ("const content = here;", False),
+    ("print('the file')\n", False),
+])
+def test_placeholder_text(text: str, expected: bool) -> None:
+    assert is_placeholder_text(text) is expected
+
+
+@pytest.mark.parametrize("model,fam", [
+    ("openrouter/anthropic/claude-3.5-sonnet", "claude"), ("gpt-4o-2024-08-06", "openai"),
+    ("gemini/gemini-2.5-pro", "gemini"), ("deepseek/deepseek-chat", "deepseek"),
+    ("ollama/qwen2.5-coder:32b", "qwen"), ("xai/grok-4", "grok"), ("", "unknown"),
+])
+def test_family(model: str, fam: str) -> None:
+    assert family(model) == fam
+
+
+def test_sample_path_is_in_the_repository() -> None:
+    assert SAMPLE.is_file() and SAMPLE.parent == Path(__file__).resolve().parents[3] / \
+        "bench" / "real_answers"
