@@ -117,11 +117,11 @@ class _FenceLine:
 
 
 def _fence_line(line: str, family: str | None = None) -> _FenceLine | None:
-    """The fence on this line, if any; `family` ('`', '~', '<') limits it to the kind of
-    the fence that is open, so a `<pre>` inside a ``` block is content, and vice versa."""
+    """The fence on this line, if any; `family` ('`' or '~', '<') limits it to the kind
+    of fence that is open, so a `<pre>` inside a ``` block is content, and vice versa."""
     if family != "<":
         m = FENCE_RE.match(line)
-        if m and (family is None or m.group(2)[0] == family):
+        if m:
             return _FenceLine(m.group(2), m.group(3))
         if family is not None:
             return None
@@ -237,6 +237,7 @@ class _Fence:
     unprefixed: int = 0  # trailing hunk lines with no ' '/'+'/'-' (maybe prose)
     loose: int = 0  # line of a +/- line outside any hunk
     emitted: int = 0  # hunks (edits or refusals) this fence gave
+    hunks: int = 0  # @@ headers seen in this file section
     last_raw: str = ""  # the diff's previous line, in case it was the next path line
 
 
@@ -368,7 +369,7 @@ class StreamingParser:
                 fl = other
         if f is not None and fl is not None and fl.opens and not _closes(f.marker, fl) and (
                 f.had_block or clean_path(self._prev_line, self.exists)
-                or bare_token(self._prev_line, self.exists) or fl.marker[0] != f.marker[0]):
+                or bare_token(self._prev_line, self.exists)):
             # "```python" after a block, or after a path line, in a fence that was never
             # closed: the fences are broken; a new fence starts here
             if f.path and not f.had_block and f.body:
@@ -603,7 +604,8 @@ class StreamingParser:
         if _GIT_HEADER_RE.match(line):
             return self._git_header(f, line)
         if line.startswith("--- ") and (not f.in_hunk or full or not _is_removed_dashes(line)):
-            out = self._close_diff_file(f, complete=True)
+            # the ---/+++ pair of the section a `diff --git` line opened, or a new section
+            out = self._close_diff_file(f, complete=True) if f.hunks or f.old_path else []
             f.old_path = _diff_path(line[4:]) or None
             return out
         if line.startswith("+++ ") and f.new_path is None and f.old_path is not None \
@@ -621,6 +623,7 @@ class StreamingParser:
                 int(nums.group(1)), int(nums.group(2) or 1), int(nums.group(3)),
                 int(nums.group(4) or 1))
             f.seen_old = f.seen_new = 0
+            f.hunks += 1
             return out
         if not f.in_hunk:
             if not f.marker and line.strip() and not line.startswith(("+", "-", " ")):

@@ -36,10 +36,11 @@ _DECORATION = "*`'\""  # characters models wrap a path line in (underscores: see
 _PREFIXES = ("file:", "filename:", "path:", "file name:")
 _PIN = re.compile(r"(?:===?|[<>~!]=|@\s|\[[\w,]+\][=<>~!])")  # pytest==7.4.3, pkg[x]>=1
 _URL = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|www\.|mailto:)", re.IGNORECASE)
-_SEGMENT_PLACEHOLDER = re.compile(r"^(?:<[^>]*>|\{[^{}]*\}|your[_-].*|\.\.\.|…)$|^\[[^\]]*\]$")
+_SEGMENT_PLACEHOLDER = re.compile(r"<[^>]*>|\{[^{}]*\}|^your[_-]|^(?:\.\.\.|…)$|^\[[^\]]*\]$")
 _ROUTE_DIRS = {"app", "pages", "routes", "src", "content", "api"}
 _ROUTE_EXTS = {"tsx", "ts", "jsx", "js", "mjs", "astro", "svelte", "vue", "mdx", "md",
                "py", "rb", "php"}
+_NUMBERED = re.compile(r"^\d{1,2}[.)]\s+")
 _BRACKET_NAME = re.compile(r"\[\[?(?:\.\.\.)?[A-Za-z_][\w-]*\]?\]")
 
 
@@ -65,7 +66,7 @@ def _unwrap(s: str) -> str:
 
 
 def _placeholder_segment(seg: str) -> bool:
-    return bool(_SEGMENT_PLACEHOLDER.match(seg)) or "..." in seg and "[..." not in seg
+    return bool(_SEGMENT_PLACEHOLDER.search(seg)) or "..." in seg and "[..." not in seg
 
 
 def _route_path(parts: list[str]) -> bool:
@@ -111,7 +112,11 @@ def clean_path(line: str, exists: Exists | None = None) -> str | None:
     s = line.strip().lstrip("\ufeff")
     if not s or len(s) > 260:
         return None
+    heading = s.startswith("#")
     s = s.lstrip("#").strip()
+    numbered = _NUMBERED.match(s)
+    if numbered and (heading or s[numbered.end():][:1] in _DECORATION):
+        s = s[numbered.end():]  # "### 2. `a/b.py`", "1. **a.py**"
     s = _unwrap(s)
     if not s or any(ch.isspace() for ch in s) or s.lower() in NOT_PATHS:
         return None

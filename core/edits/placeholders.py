@@ -79,7 +79,7 @@ def pseudo_diff(lines: list[str]) -> bool:
            for ln in body):
         return True
     plus = sum(1 for ln in body if ln.startswith("+") and not ln.startswith("++"))
-    minus = sum(1 for ln in body if ln.startswith("-") and not ln.startswith(("--", "- ")))
+    minus = sum(1 for ln in body if ln.startswith("-") and not ln.startswith("--"))
     return plus > 0 and minus > 0 and all(ln[:1] in "+- " for ln in body)
 
 

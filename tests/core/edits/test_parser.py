@@ -188,8 +188,9 @@ def test_any_chunking_gives_the_same_edits(sizes):
 
 
 # -- generated answers: what we write is what we parse back, however it is chunked ------
+# (no U+FEFF: a byte-order mark at the start of a line is dropped by design)
 _line = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc"),
-                                       blacklist_characters="\n\r`<>=\x85\u2028\u2029"),
+                                       blacklist_characters="\n\r`<>=\x85\u2028\u2029\ufeff"),
                 max_size=30)
 _lines = st.lists(_line, max_size=6)
 _path = st.from_regex(r"[a-z]{1,8}(/[a-z]{1,8})?\.(py|txt|md)", fullmatch=True)

@@ -1,0 +1,404 @@
+"""The formats real models write (issues 16 and 17): multi-file git diffs, <source>
+fences, ORIGINAL/UPDATED, paths in headings, bold or their own fence, bare file names,
+and the blocks that must never be written (placeholders, pins, pseudo-diffs, elision)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core.edits.parser import Edit, HunkNumbers, StreamingParser, clean_path, parse_edits
+
+
+def _parse(text: str, exists=None) -> tuple[list[Edit], list[str], StreamingParser]:
+    p = StreamingParser(exists)
+    edits = p.feed(text) + p.finish()
+    return edits, [e.message for e in p.errors], p
+
+
+def _chunked(text: str, sizes: list[int], exists=None) -> tuple[list[Edit], list]:
+    p = StreamingParser(exists)
+    out: list[Edit] = []
+    i = k = 0
+    while i < len(text):
+        n = sizes[k % len(sizes)]
+        out += p.feed(text[i:i + n])
+        i, k = i + n, k + 1
+    out += p.finish()
+    return out, p.errors
+
+
+def _sr(path: str, old: str, new: str, start: str = "SEARCH", end: str = "REPLACE") -> str:
+    return f"{path}\n```python\n<<<<<<< {start}\n{old}=======\n{new}>>>>>>> {end}\n```\n"
+
+
+# -- multi-file unified diffs ------------------------------------------------------------
+GIT_DIFF = """Here is the patch:
+
+```diff
+diff --git a/pkg/a.py b/pkg/a.py
+index 83db48f..bf269f4 100644
+--- a/pkg/a.py
++++ b/pkg/a.py
+@@ -1,3 +1,3 @@
+ import os
+-A = 1
++A = 2
+ B = 3
+diff --git a/pkg/b.py b/pkg/b.py
+new file mode 100644
+index 0000000..e69de29
+--- /dev/null
++++ b/pkg/b.py
+@@ -0,0 +1,2 @@
++x = 1
++y = 2
+diff --git a/c.py b/c.py
+index 83db48f..bf269f4 100644
+--- a/c.py
++++ b/c.py
+@@ -10,3 +10,3 @@ def f():
+     x = 0
+-    return 1
++    return 2
+
+diff --git a/d.py b/d.py
+index 83db48f..bf269f4 100755
+--- a/d.py
++++ b/d.py
+@@ -4,2 +4,2 @@ class D:
+-    a = 1
++    a = 3
+     b = 2
+```
+"""
+
+
+def test_multi_file_git_diff_headers_are_never_hunk_content():
+    edits, errors, _ = _parse(GIT_DIFF)
+    assert errors == []
+    assert [(e.path, e.search, e.replace) for e in edits] == [
+        ("pkg/a.py", "import os\nA = 1\nB = 3\n", "import os\nA = 2\nB = 3\n"),
+        ("pkg/b.py", "", "x = 1\ny = 2\n"),
+        ("c.py", "    x = 0\n    return 1\n", "    x = 0\n    return 2\n"),
+        ("d.py", "    a = 1\n    b = 2\n", "    a = 3\n    b = 2\n"),
+    ]
+    for e in edits:
+        assert "diff --git" not in e.search + e.replace and "index " not in e.search
+
+
+def test_hunk_numbers_are_kept_and_creation_is_marked():
+    edits, _, _ = _parse(GIT_DIFF)
+    assert edits[0].numbers == HunkNumbers(1, 3, 1, 3) and edits[0].line == 1
+    assert edits[1].creates and edits[1].numbers == HunkNumbers(0, 0, 1, 2)
+    assert edits[2].numbers == HunkNumbers(10, 3, 10, 3)
+    assert not edits[0].creates
+
+
+def test_hunk_without_counts_drops_unprefixed_lines_before_the_next_file():
+    text = ("```diff\n--- a/x.py\n+++ b/x.py\n@@ ... @@\n ctx\n-a\n+b\n\nNow y.py:\n"
+            "--- a/y.py\n+++ b/y.py\n@@ ... @@\n-c\n+d\n```\n")
+    edits, errors, _ = _parse(text)
+    assert errors == []
+    assert [(e.path, e.search, e.replace) for e in edits] == [
+        ("x.py", "ctx\na\n", "ctx\nb\n"), ("y.py", "c\n", "d\n")]
+
+
+def test_wrong_counts_do_not_cut_a_hunk_short():
+    # @@ says one line each, but the hunk goes on: the lines after the count are kept
+    text = "```diff\n--- a/x.py\n+++ b/x.py\n@@ -1,1 +1,1 @@\n-a\n+b\n\n c\n-d\n+e\n```\n"
+    edits, errors, _ = _parse(text)
+    assert errors == []
+    assert [(e.search, e.replace) for e in edits] == [("a\n\nc\nd\n", "b\n\nc\ne\n")]
+
+
+def test_rename_copy_binary_and_deletion_are_refused_clearly():
+    text = ("```diff\ndiff --git a/old.py b/new.py\nsimilarity index 90%\nrename from old.py\n"
+            "rename to new.py\n--- a/old.py\n+++ b/new.py\n@@ -1 +1 @@\n-a\n+b\n"
+            "diff --git a/gone.py b/gone.py\ndeleted file mode 100644\n--- a/gone.py\n"
+            "+++ /dev/null\n@@ -1 +0,0 @@\n-z\n"
+            "diff --git a/img.png b/img.png\nBinary files a/img.png and b/img.png differ\n"
+            "diff --git a/k.py b/k.py\n--- a/k.py\n+++ b/k.py\n@@ -1 +1 @@\n-k\n+K\n```\n")
+    edits, errors, _ = _parse(text)
+    assert [(e.path, e.search) for e in edits] == [("k.py", "k\n")]
+    assert len(errors) == 3
+    assert "renames" in errors[0] and "old.py" in errors[0] and "new.py" in errors[0]
+    assert "deletes gone.py" in errors[1]
+    assert "binary" in errors[2]
+
+
+def test_differing_paths_without_rename_headers_are_a_rename():
+    text = "```diff\n--- a/x.py\n+++ b/y.py\n@@ -1 +1 @@\n-a\n+b\n```\n"
+    edits, errors, _ = _parse(text)
+    assert edits == [] and "renames x.py to y.py" in errors[0]
+    same = "```diff\n--- x.py.orig\n+++ x.py\n@@ -1 +1 @@\n-a\n+b\n```\n"
+    assert [e.path for e in parse_edits(same)] == ["x.py"]
+
+
+def test_dev_null_creation_alone_and_numbers_off():
+    edits, errors, _ = _parse("```diff\n--- /dev/null\n+++ new.py\n@@ -0,0 +1,5 @@\n+a\n+b\n```\n")
+    assert errors == [] and edits == [Edit("new.py", "", "a\nb\n", "udiff")]
+    assert edits[0].creates and edits[0].line == 0
+
+
+def test_unfenced_git_diff_is_read_and_ends_at_prose():
+    text = ("diff --git a/x.py b/x.py\nindex 1234567..89abcde 100644\n--- a/x.py\n+++ b/x.py\n"
+            "@@ -1,2 +1,2 @@\n-a\n+b\n c\nThat is all.\n\nb.py\n```python\nB = 1\n```\n")
+    edits, errors, _ = _parse(text)
+    assert errors == []
+    assert [(e.path, e.kind) for e in edits] == [("x.py", "udiff"), ("b.py", "whole_file")]
+
+
+def test_pseudo_diff_in_a_diff_path_fence_is_refused_not_a_whole_file():
+    edits, errors, _ = _parse("```diff:./Dockerfile\n- FROM python:3.8\n+ FROM python:3.11\n```\n")
+    assert edits == [] and "no @@ hunk header" in errors[0] and "Dockerfile" in errors[0]
+
+
+def test_diff_path_fence_names_the_file_for_headerless_hunks():
+    text = "```diff:src/app.py\n@@ -1 +1 @@\n-a\n+b\n```\n"
+    assert [(e.path, e.search) for e in parse_edits(text)] == [("src/app.py", "a\n")]
+
+
+# -- formats real models write -----------------------------------------------------------
+@pytest.mark.parametrize("answer", [
+    "app.py\n<source>python\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n</source>\n",
+    "<source>python\napp.py\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n</source>\n",
+    "app.py\n<source>\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n</source>\n",
+    ("<source lang=\"python\">\napp.py\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n"
+     ">>>>>>> REPLACE\n</source>\n"),
+    _sr("app.py", "x = 1\n", "x = 2\n", "ORIGINAL", "UPDATED"),
+    "app.py\n<<<<<<< ORIGINAL\nx = 1\n=======\nx = 2\n>>>>>>> UPDATED\n",
+    _sr("### app.py", "x = 1\n", "x = 2\n"),
+    _sr("#### `app.py`", "x = 1\n", "x = 2\n"),
+    _sr("**app.py**", "x = 1\n", "x = 2\n"),
+    _sr("### 1. `app.py`", "x = 1\n", "x = 2\n"),
+    "```\napp.py\n```\n```python\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n```\n",
+    "```python:app.py\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n```\n",
+])
+def test_real_model_formats(answer):
+    edits, errors, _ = _parse(answer)
+    assert errors == []
+    assert [(e.path, e.search, e.replace) for e in edits] == [("app.py", "x = 1\n", "x = 2\n")]
+
+
+def test_source_fence_whole_file_and_inner_backticks_are_content():
+    text = "README.md\n<source>markdown\n# T\n```\ncode\n```\n</source>\n"
+    assert parse_edits(text) == [Edit("README.md", "", "# T\n```\ncode\n```\n", "whole_file")]
+
+
+def test_html_pre_inside_a_backtick_fence_is_content():
+    text = "index.html\n```html\n<pre>\nx\n</pre>\n```\n"
+    assert parse_edits(text) == [Edit("index.html", "", "<pre>\nx\n</pre>\n", "whole_file")]
+
+
+@pytest.mark.parametrize("name", ["LICENSE-MIT", "Makefile", "Dockerfile", "Dockerfile.dev",
+                                  "GNUmakefile", "CHANGELOG", "COPYING"])
+def test_bare_well_known_names_are_paths(name):
+    edits, errors, _ = _parse(_sr(name, "a\n", "b\n"))
+    assert errors == [] and [e.path for e in edits] == [name]
+
+
+def test_bare_name_is_a_path_only_when_the_tree_has_it():
+    answer = _sr("main", "a\n", "b\n")
+    edits, errors, _ = _parse(answer)
+    assert edits == [] and "'main'" in errors[0]
+    edits, errors, _ = _parse(answer, exists=lambda p: p == "main")
+    assert errors == [] and [e.path for e in edits] == ["main"]
+
+
+# -- paths -------------------------------------------------------------------------------
+@pytest.mark.parametrize("line, path", [
+    ("__init__.py", "__init__.py"), ("**__init__.py**", "__init__.py"),
+    ("`pkg/__init__.py`", "pkg/__init__.py"), ("_private.py", "_private.py"),
+    ("__main__.py:", "__main__.py"), ("### __init__.py", "__init__.py"),
+    ("__app.py__", "app.py"), ("_app.py_", "app.py"), ("**`src/_x.py`**:", "src/_x.py"),
+    ("app/[id]/page.tsx", "app/[id]/page.tsx"),
+    ("src/pages/[...slug].astro", "src/pages/[...slug].astro"),
+    ("pages/blog/[[...slug]].tsx", "pages/blog/[[...slug]].tsx"),
+    ("LICENSE-MIT", "LICENSE-MIT"), ("### 2. `a/b.py`", "a/b.py"),
+])
+def test_paths_keep_underscores_and_real_routes(line, path):
+    assert clean_path(line) == path
+
+
+@pytest.mark.parametrize("line", [
+    "pytest==7.4.3", "requests>=2.31", "numpy~=1.26.0", "black!=23.1", "pkg[extra]>=1.0",
+    "https://example.com/a.py", "http://x.org/setup.py", "www.python.org",
+    "messages/[locale]/index.json", "path/to/file.py", "src/<module>.py", "{name}.py",
+    "your_file.py", "src/.../app.py", "main", "Here is app.py", "python",
+])
+def test_pins_urls_placeholders_and_prose_are_never_paths(line):
+    assert clean_path(line) is None
+
+
+def test_placeholder_path_accepted_when_the_tree_has_it():
+    assert clean_path("messages/[locale]/index.json",
+                      exists=lambda p: p == "messages/[locale]/index.json") is not None
+    assert clean_path("{{cookiecutter.slug}}/setup.py",
+                      exists=lambda p: p.startswith("{{")) == "{{cookiecutter.slug}}/setup.py"
+
+
+def test_pin_line_before_a_fence_creates_no_file():
+    edits, _, _ = _parse("Pin it:\n\npytest==7.4.3\n```\npytest==7.4.3\n```\n")
+    assert edits == []
+
+
+# -- whole-file blocks that are not the file ---------------------------------------------
+@pytest.mark.parametrize("body", [
+    "[Contents of App.tsx go here]", "// Content of the file here", "# ... rest of file ...",
+    "...", "<your code here>", "# (existing code unchanged)", "/* full implementation */",
+    "// ... existing code ...\n// ... more code ...", "App.tsx", "`App.tsx`",
+    "- import a\n+ import b", "@@ -1,2 +1,2 @@\n-a\n+b",
+])
+def test_placeholder_own_path_and_pseudo_diff_whole_files_are_held(body):
+    text = f"Change it:\n\nApp.tsx\n```tsx\n{body}\n```\n"
+    edits, errors, p = _parse(text)
+    assert edits == []
+    if body.strip("`") == "App.tsx":
+        return  # the path in a fence of its own: nothing to hold, no edit
+    assert len(errors) == 1 and "App.tsx" in errors[0] and "not applied" in errors[0]
+    assert [h.path for h in p.held] == ["App.tsx"] and p.held[0].refused
+
+
+@pytest.mark.parametrize("body", [
+    "# package marker\n", "[tool.ruff]\nline-length = 100\n", "[]\n", "- a\n- b\n",
+    '["a", "b"]\n', "...\n" * 0 + "def f():\n    ...\n", "x = 1  # the rest of the file is data\n",
+])
+def test_real_small_files_are_not_placeholders(body):
+    name = {"[]\n": "a.json", '["a", "b"]\n': "b.json", "- a\n- b\n": "c.yaml",
+            "[tool.ruff]\nline-length = 100\n": "pyproject.toml"}.get(body, "pkg/mod.py")
+    edits, errors, _ = _parse(f"{name}\n```\n{body}```\n")
+    assert errors == [] and edits == [Edit(name, "", body, "whole_file")]
+
+
+def test_shell_fence_under_a_path_line_is_a_command_not_the_file():
+    edits, errors, _ = _parse("tests/test_app.py\n```bash\npytest -q tests/test_app.py\n```\n")
+    assert edits == [] and errors == []
+    edits, _, _ = _parse("run.sh\n```bash\necho hi\n```\n")
+    assert [e.path for e in edits] == ["run.sh"]
+
+
+def test_fence_language_that_cannot_be_the_file_is_held():
+    edits, errors, p = _parse("app.py\n```json\n{\"a\": 1}\n```\n")
+    assert edits == [] and "```json" in errors[0] and p.held
+
+
+def test_bare_ellipsis_in_replace_is_elision_but_python_body_is_code():
+    lazy = _sr("a.py", "def f():\n    a()\n    b()\n", "def f():\n    ...\n    c()\n")
+    lazy_top = _sr("a.py", "x = 1\ny = 2\n", "...\ny = 3\n")
+    stub = _sr("a.py", "def g():\n    return 2\n", "def g():\n    ...\n")
+    for text in (lazy_top,):
+        edits, errors, p = _parse(text)
+        assert edits == [] and "bare '...'" in errors[0] and p.held
+    edits, errors, _ = _parse(stub)
+    assert errors == [] and len(edits) == 1
+    # `...` right after a line ending in ':' is a body, as in a stub
+    edits, errors, _ = _parse(lazy)
+    assert errors == [] and len(edits) == 1
+    edits, errors, _ = _parse("notes.md\n```\n# T\n\n...\n```\n")
+    assert errors == [] and len(edits) == 1  # prose files may say '...'
+
+
+def test_bare_ellipsis_added_by_a_diff_hunk_is_held():
+    text = "```diff\n--- a/x.py\n+++ b/x.py\n@@ -1,2 +1,2 @@\n a = 1\n-b = 2\n+...\n```\n"
+    edits, errors, _ = _parse(text)
+    assert edits == [] and "bare '...'" in errors[0]
+
+
+# -- BOM, prose --------------------------------------------------------------------------
+def test_a_bom_anywhere_in_the_answer_is_never_content():
+    text = _sr("a.py", "\ufeffx = 1\n", "\ufeffx = 2\n") + "b.py\n```python\n\ufeffB = 1\n```\n"
+    edits, errors, _ = _parse("\ufeff" + text)
+    assert errors == []
+    assert all("\ufeff" not in e.search + e.replace + e.path for e in edits)
+    assert [e.replace for e in edits] == ["x = 2\n", "B = 1\n"]
+
+
+def test_prose_around_edits_is_never_an_edit():
+    text = ("I changed `app.py` and `util.py`.\n\nRun the tests:\n```bash\npytest\n```\n"
+            "Here is the current app.py for reference:\n```python\nX = 1\n```\n"
+            "- app.py: updated\n- util.py: unchanged\n\n" + _sr("app.py", "X = 1\n", "X = 2\n")
+            + "\nThat is all. Let me know!\n")
+    edits, errors, _ = _parse(text)
+    assert errors == []
+    assert [(e.path, e.kind) for e in edits] == [("app.py", "search_replace")]
+
+
+# -- chunking invariance over the new formats ---------------------------------------------
+_FRAGMENTS = [
+    GIT_DIFF,
+    _sr("app.py", "x = 1\n", "x = 2\n", "ORIGINAL", "UPDATED"),
+    "app.py\n<source>python\n<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n</source>\n",
+    "App.tsx\n```tsx\n[Contents of App.tsx go here]\n```\n",
+    "```diff:./Dockerfile\n- FROM a\n+ FROM b\n```\n",
+    "diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a\n+b\nDone.\n",
+    "```\nsrc/__init__.py\n```\n```python\n<<<<<<< SEARCH\ni\n=======\nj\n>>>>>>> REPLACE\n```\n",
+    "pytest==7.4.3\n```\npytest==7.4.3\n```\n",
+    "\ufeffnotes.txt\n```\nhello\n```\n",
+    "a.py\n<<<<<<< SEARCH\nx\n=======\n...\n>>>>>>> REPLACE\n",
+    "Some prose with `a.py` in it.\n",
+]
+
+
+@given(st.lists(st.sampled_from(_FRAGMENTS), min_size=1, max_size=6),
+       st.lists(st.integers(min_value=1, max_value=30), min_size=1, max_size=8),
+       st.booleans())
+@settings(max_examples=120, deadline=None)
+def test_any_chunking_of_real_formats_gives_the_same_edits_and_errors(parts, sizes, crlf):
+    text = "\n".join(parts)
+    if crlf:
+        text = text.replace("\n", "\r\n")
+    whole = StreamingParser()
+    expected = whole.feed(text) + whole.finish()
+    got, errors = _chunked(text, sizes)
+    assert got == expected and errors == whole.errors
+    one, _ = _chunked(text, [1])
+    assert one == expected
+    for e in expected:
+        assert "\ufeff" not in e.replace and not e.path.startswith(("http", "pytest=="))
+        assert "diff --git" not in e.search + e.replace
+
+
+# -- property: generated multi-file git diffs parse back to their hunks ---------------------
+_code = st.text(alphabet="abcdefghij =()_:", min_size=1, max_size=12).filter(
+    lambda s: s.strip() and not s.startswith((" ", "-", "+", "@", "\\")))
+_name = st.from_regex(r"(_{0,2}[a-z]{1,6}/)?_{0,2}[a-z]{1,6}(__)?\.(py|txt|toml)", fullmatch=True)
+
+
+@st.composite
+def git_diffs(draw):
+    files = draw(st.lists(_name, min_size=1, max_size=4, unique=True))
+    out, expected = ["```diff"], []
+    for path in files:
+        out += [f"diff --git a/{path} b/{path}", "index 1234567..89abcde 100644",
+                f"--- a/{path}", f"+++ b/{path}"]
+        for _ in range(draw(st.integers(1, 3))):
+            ctx_before = draw(st.lists(_code, max_size=3))
+            removed = draw(st.lists(_code, max_size=3))
+            added = draw(st.lists(_code, max_size=3))
+            ctx_after = draw(st.lists(_code, max_size=3))
+            if removed == added:
+                added = added + ["zz"]
+            start = draw(st.integers(1, 500))
+            old_n = len(ctx_before) + len(removed) + len(ctx_after)
+            new_n = len(ctx_before) + len(added) + len(ctx_after)
+            out.append(f"@@ -{start},{old_n} +{start},{new_n} @@ def f():")
+            out += [" " + c for c in ctx_before] + ["-" + r for r in removed] + \
+                   ["+" + a for a in added] + [" " + c for c in ctx_after]
+            expected.append((path, "".join(x + "\n" for x in ctx_before + removed + ctx_after),
+                             "".join(x + "\n" for x in ctx_before + added + ctx_after),
+                             HunkNumbers(start, old_n, start, new_n)))
+        if draw(st.booleans()):
+            out.append("")  # a blank separator line between files
+    out.append("```")
+    return "\n".join(out) + "\n", expected
+
+
+@given(git_diffs(), st.lists(st.integers(min_value=1, max_value=40), min_size=1, max_size=6))
+@settings(max_examples=120, deadline=None)
+def test_generated_multi_file_git_diffs_round_trip(diff, sizes):
+    text, expected = diff
+    got, errors = _chunked(text, sizes)
+    assert errors == []
+    assert [(e.path, e.search, e.replace, e.numbers) for e in got] == expected
