@@ -24,6 +24,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--root", default=".", help="workspace root (default: .)")
     p.add_argument("--message", "-m", default="", help="commit message")
     p.add_argument("--no-commit", action="store_true", help="do not git-commit the change")
+    p.add_argument("--force", action="store_true",
+                   help="also write whole-file blocks that remove most of an existing "
+                        "file (deletion-heavy; refused without it)")
     p.set_defaults(func=run)
 
 
@@ -87,7 +90,12 @@ def _run(args: argparse.Namespace) -> int:
     refused += [{"path": e.path, "message": e.message} for e in proposal.errors]
     files = [{"path": f.path, "is_new": f.is_new, "hunks": len(f.hunks),
               "added": sum(h.added for h in f.hunks),
-              "removed": sum(h.removed for h in f.hunks)} for f in proposal.files]
+              "removed": sum(h.removed for h in f.hunks),
+              "deletion_heavy": f.deletion_heavy} for f in proposal.files]
+    if args.check and not args.force:
+        refused += [{"path": f.path, "message": f"{f.path}: {f.deletion_heavy}; needs "
+                                                 f"--force"}
+                    for f in proposal.files if f.deletion_heavy]
     doc = {"check": args.check, "edits": len(edits), "files": files, "written": [],
            "refused": refused, "change_id": None, "commit": None}
     if not args.check and proposal.files:
@@ -95,7 +103,8 @@ def _run(args: argparse.Namespace) -> int:
                                                                  proposal.files))[:200]
         try:
             res = apply_proposal(ws, proposal, {h.id for h in proposal.hunks},
-                                 message=message, commit=not args.no_commit)
+                                 message=message, commit=not args.no_commit,
+                                 force=args.force)
         except (WorkspaceError, OSError) as exc:  # e.g. an unreadable journal
             raise CliError(f"nothing applied: {exc}") from None
         doc["written"] = res.written
@@ -113,7 +122,8 @@ def _run(args: argparse.Namespace) -> int:
         return code
     verb = "would change" if args.check else "changed"
     for f in files:
-        if args.check or f["path"] in doc["written"]:
+        if (args.check and not (f["deletion_heavy"] and not args.force)) \
+                or f["path"] in doc["written"]:
             tag = "A" if f["is_new"] else "M"
             print(f"{tag} {f['path']}  +{f['added']} -{f['removed']} "
                   f"({f['hunks']} hunk{'s' if f['hunks'] != 1 else ''})")
@@ -123,6 +133,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"committed {doc['commit'][:12]}")
     elif doc.get("commit_error") and "not a git" not in doc["commit_error"]:
         print(f"not committed: {doc['commit_error']}", file=sys.stderr)
-    n = len(files) if args.check else len(doc["written"])
+    n = len([f for f in files if args.force or not f["deletion_heavy"]]) if args.check \
+        else len(doc["written"])
     print(f"{n} file{'s' if n != 1 else ''} {verb}, {len(refused)} refused")
     return code

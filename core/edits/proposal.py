@@ -36,6 +36,9 @@ class FileProposal:
     hunks: list[Hunk]
     is_new: bool
     base_fingerprint: str
+    # why writing this file needs a second key (apply_proposal(force=True), `spark
+    # apply --force`): a whole-file block that removes most of an existing file
+    deletion_heavy: str | None = None
 
     def result_text(self, accepted: set[str] | None = None) -> str:
         return apply_hunks(self.old_text, self.hunks, accepted)
@@ -173,6 +176,12 @@ class FileEditor:
         if edit.kind == "whole_file":
             self._splice(0, len(self.lines), replace)
             return
+        if getattr(edit, "creates", False) and "".join(self.original).strip():
+            if replace == self.lines:
+                raise AlreadyApplied(f"{self.path}: the file already has exactly the "
+                                     f"content the diff creates; skipped")
+            raise MatchError(f"{self.path}: the diff creates this file (--- /dev/null), "
+                             f"but it exists and is not empty; not applied")
         if not search or not "".join(search).strip():
             self._insert_without_search(edit, replace)
             return
@@ -338,23 +347,85 @@ def _missing_file_error(rel: str) -> EditError:
                           f"found (to create it, use an empty SEARCH part)")
 
 
+DELETION_HEAVY_MIN_LINES = 10  # smaller files may be rewritten whole without a flag
+DELETION_HEAVY_SHARE = 0.5  # a whole file that removes more than this share is flagged
+_PLACEHOLDER = re.compile(
+    r"^\s*(?:#|//|/\*|<!--|--|;)?\s*[\[(<{]?\s*(?:the\s+)?(?:full\s+|complete\s+|entire\s+)?"
+    r"(?:contents?|code|file|source|text|rest)\s+(?:of|for|from)\s+\S.*?"
+    r"(?:go(?:es)?\s+here|here|unchanged|omitted|as\s+before)\s*[\])>}]?\s*"
+    r"(?:\*/|-->)?\s*$", re.IGNORECASE)
+
+
+def placeholder_line(lines: list[str]) -> str | None:
+    """The line of a whole-file block that only stands for content ("[Contents of
+    App.tsx go here]", "// Content of the file here"), when that is all it holds."""
+    body = [ln for ln in lines if ln.strip()]
+    if 0 < len(body) <= 3:
+        for ln in body:
+            if _PLACEHOLDER.match(ln):
+                return ln.strip()
+    return None
+
+
+def deletion_heavy(old: str, new: str, hunks: list[Hunk]) -> str | None:
+    """Why a whole-file replacement of an existing file needs a second key: it removes
+    most of the file (a snippet or an excerpt taken for the whole file would cut a
+    1,500-line file to 2 lines)."""
+    old_n = len(old.splitlines())
+    if old_n < DELETION_HEAVY_MIN_LINES:
+        return None
+    removed = sum(h.removed for h in hunks)
+    added = sum(h.added for h in hunks)
+    if removed > DELETION_HEAVY_SHARE * old_n and added < removed:
+        return (f"the whole-file block removes {removed} of the file's {old_n} lines "
+                f"and adds {added}: it may be a snippet taken for the whole file")
+    return None
+
+
 def _build_file(rel: str, old: str, fp: str, exists: bool, edits: list[Edit]
                 ) -> tuple[FileProposal | None, list[EditError]]:
+    """One file's proposal: all its edits, or none of them.
+
+    Why all or none: the edits of one answer to one file belong together (a renamed
+    function and its callers, an import and its use); writing some of them leaves a
+    half-edited file the model never proposed.  An edit that looks applied already or
+    is a no-op does not count as refused."""
     errors: list[EditError] = []
+    skipped: list[EditError] = []
     ed = FileEditor(rel, old)
+    whole = False
+    applied = 0
     for e in edits:
         if not exists and not ed.lines and e.search.strip() and e.kind != "whole_file":
             errors.append(_missing_file_error(rel))
             continue
+        if e.kind == "whole_file":
+            lazy = placeholder_line(split_lines(e.replace))
+            if lazy is not None and elided_line([], split_lines(e.replace)) is None:
+                errors.append(EditError(rel, f"{rel}: the whole-file block only holds a "
+                                             f"placeholder ({lazy!r}), not the file's "
+                                             f"content; not applied"))
+                continue
+            whole = whole or bool(old.strip())
         try:
             ed.apply(e)
+            applied += 1
+        except AlreadyApplied as exc:
+            skipped.append(EditError(rel, str(exc)))
         except MatchError as exc:
             errors.append(EditError(rel, str(exc)))
+    if errors:
+        if applied:
+            errors.append(EditError(rel, f"{rel}: the other {applied} edit(s) to this file "
+                                         f"are not applied either: a file gets all the "
+                                         f"edits of an answer or none"))
+        return None, errors + skipped
     new = ed.text()
     if new == old:
-        return None, errors
+        return None, skipped
     hunks = make_hunks_tracked(rel, old, new, ed.origin)
-    return FileProposal(rel, old, new, hunks, not exists, fp), errors
+    heavy = deletion_heavy(old, new, hunks) if whole and exists else None
+    return FileProposal(rel, old, new, hunks, not exists, fp, heavy), skipped
 
 
 class ProposalBuilder:
@@ -422,12 +493,14 @@ def build_proposal(ws: Workspace, edits: list[Edit]) -> Proposal:
 
 
 def apply_proposal(ws: Workspace, proposal: Proposal, accepted: set[str], *,
-                   message: str = "", commit: bool = True) -> ApplyResult:
+                   message: str = "", commit: bool = True, force: bool = False
+                   ) -> ApplyResult:
     """Write the accepted hunks through the workspace (journalled, atomic, committed).
 
     A file unchanged since the proposal is written as proposed; one changed underneath
     gets its accepted hunks re-based onto the new content when their context still
-    matches, and is refused with the reason otherwise.
+    matches, and is refused with the reason otherwise.  A file flagged
+    `deletion_heavy` is refused unless `force` (the user's second key) is given.
     """
     from core.workspace.changes import apply_change, prepare
 
@@ -437,6 +510,11 @@ def apply_proposal(ws: Workspace, proposal: Proposal, accepted: set[str], *,
     for fp in proposal.files:
         ids = {h.id for h in fp.hunks if h.id in accepted}
         if not ids:
+            continue
+        if fp.deletion_heavy and not force:
+            refused.append(EditError(fp.path, f"{fp.path}: {fp.deletion_heavy}; not "
+                                              f"written without a second confirmation "
+                                              f"(spark apply --force)"))
             continue
         try:
             current, cur_fp, exists = ws.snapshot(fp.path)

@@ -17,7 +17,7 @@ X = 2
 ```
 """
 BAD = GOOD + """
-app.py
+lib.py
 ```python
 <<<<<<< SEARCH
 def missing_function():
@@ -30,6 +30,7 @@ pass
 
 def _setup(tmp_path):
     (tmp_path / "app.py").write_text("X = 1\nY = 2\n")
+    (tmp_path / "lib.py").write_text("L = 1\n")
     return tmp_path
 
 
@@ -55,8 +56,8 @@ def test_check_writes_nothing_and_json_is_one_document(tmp_path, capsys, monkeyp
     doc = json.loads(capsys.readouterr().out)
     assert doc["check"] and doc["written"] == [] and not doc["ok"]
     assert doc["files"] == [{"path": "app.py", "is_new": False, "hunks": 1, "added": 1,
-                             "removed": 1}]
-    assert "app.py: SEARCH text not found" in doc["refused"][0]["message"]
+                             "removed": 1, "deletion_heavy": None}]
+    assert "lib.py: SEARCH text not found" in doc["refused"][0]["message"]
     assert (root / "app.py").read_text() == "X = 1\nY = 2\n"
 
 
@@ -65,8 +66,32 @@ def test_partial_apply_exits_1_and_lists_reasons(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr("sys.stdin", io.StringIO(BAD))
     assert main(["apply", "--root", str(root)]) == 1
     out = capsys.readouterr()
-    assert "refused: app.py: SEARCH text not found" in out.err
+    assert "refused: lib.py: SEARCH text not found" in out.err
     assert (root / "app.py").read_text() == "X = 2\nY = 2\n"
+    assert (root / "lib.py").read_text() == "L = 1\n"
+
+
+def test_a_file_gets_all_its_edits_or_none(tmp_path, capsys, monkeypatch):
+    root = _setup(tmp_path)
+    monkeypatch.setattr("sys.stdin", io.StringIO(GOOD + BAD.replace("lib.py", "app.py")))
+    assert main(["apply", "--root", str(root)]) == 1
+    err = capsys.readouterr().err
+    assert "app.py: SEARCH text not found" in err and "all the edits" in err
+    assert (root / "app.py").read_text() == "X = 1\nY = 2\n"
+
+
+def test_deletion_heavy_whole_file_needs_force(tmp_path, capsys, monkeypatch):
+    root = _setup(tmp_path)
+    big = "".join(f"def f{i}():\n    return {i}\n\n" for i in range(20))
+    (root / "big.py").write_text(big)
+    answer = "big.py\n```python\ndef f3():\n    return 33\n```\n"
+    monkeypatch.setattr("sys.stdin", io.StringIO(answer))
+    assert main(["apply", "--root", str(root), "--no-commit"]) == 1
+    assert "removes 59 of the file's 60 lines" in capsys.readouterr().err
+    assert (root / "big.py").read_text() == big
+    monkeypatch.setattr("sys.stdin", io.StringIO(answer))
+    assert main(["apply", "--root", str(root), "--no-commit", "--force"]) == 0
+    assert (root / "big.py").read_text() == "def f3():\n    return 33\n"
 
 
 def test_unusable_input_exits_2(tmp_path, capsys, monkeypatch):

@@ -157,8 +157,8 @@ def test_the_same_edit_twice_applies_once_and_says_so(tmp_path):
 def test_overlapping_edits_second_is_refused(tmp_path):
     answer = _sr("o.py", "a\nb\n", "A\nB\n") + _sr("o.py", "b\nc\n", "X\nY\n")
     _res, errors = _apply(tmp_path, {"o.py": "a\nb\nc\nd\n"}, answer)
-    assert _read(tmp_path, "o.py") == "A\nB\nc\nd\n"
-    assert len(errors) == 1 and "overlap" in errors[0]
+    assert _read(tmp_path, "o.py") == "a\nb\nc\nd\n"  # all of a file's edits or none
+    assert len(errors) == 2 and "overlap" in errors[0] and "or none" in errors[1]
 
 
 def test_fuzzy_never_lands_on_what_an_earlier_edit_wrote(tmp_path):
@@ -167,7 +167,7 @@ def test_fuzzy_never_lands_on_what_an_earlier_edit_wrote(tmp_path):
               + _sr("a.py", "def f():\n    value = compute(1)\n    return value\n",
                     "def f():\n    return 7\n"))
     _res, errors = _apply(tmp_path, {"a.py": body}, answer)
-    assert "compute(9)" in _read(tmp_path) and len(errors) == 1
+    assert _read(tmp_path) == body and len(errors) == 2
 
 
 # -- ambiguity and fuzzy matching ----------------------------------------------------
@@ -359,3 +359,20 @@ def test_ellipsis_as_python_code_is_not_elision(tmp_path):
     _apply(tmp_path, {"a.py": BASE}, _sr("a.py", "def g():\n    return 2\n",
                                          "def g():\n    ...\n"))
     assert _read(tmp_path) == BASE.replace("    return 2\n", "    ...\n")
+
+
+# -- issue 17: creations, placeholders, deletion-heavy whole files -------------------
+def test_dev_null_diff_creates_and_is_refused_over_an_existing_file(tmp_path):
+    answer = _diff("--- /dev/null\n+++ b/new.py\n@@ -0,0 +1,2 @@\n+A = 1\n+B = 2\n")
+    _res, errors = _apply(tmp_path, {"a.py": BASE}, answer)
+    assert _read(tmp_path, "new.py") == "A = 1\nB = 2\n" and not errors
+    _res, errors = _apply(tmp_path, {"new.py": "other = 1\n"}, answer)
+    assert _read(tmp_path, "new.py") == "other = 1\n"
+    assert len(errors) == 1 and "exists" in errors[0] and "None" not in errors[0]
+
+
+@pytest.mark.parametrize("body", ["[Contents of a.py go here]",
+                                  "// Content of the file here"])
+def test_whole_file_placeholder_is_refused(tmp_path, body):
+    _res, errors = _apply(tmp_path, {"a.py": BASE}, f"a.py\n```python\n{body}\n```\n")
+    assert _read(tmp_path) == BASE and errors
