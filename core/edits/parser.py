@@ -75,6 +75,8 @@ class Edit:
     line: int | None = field(default=None, compare=False)  # a diff hunk's @@ old start
     numbers: HunkNumbers | None = field(default=None, compare=False)  # a hunk's @@ numbers
     creates: bool = field(default=False, compare=False)  # a `--- /dev/null` diff
+    # a diff hunk's lines in order: ("=", context), ("-", removed), ("+", added)
+    ops: tuple[tuple[str, str], ...] | None = field(default=None, compare=False)
     # why this edit must not be written; set only on the edits in StreamingParser.held
     refused: str | None = field(default=None, compare=False)
 
@@ -228,6 +230,7 @@ class _Fence:
     hunk_start: int = 0
     hunk_old: list[str] = field(default_factory=list)
     hunk_new: list[str] = field(default_factory=list)
+    hunk_ops: list[tuple[str, str]] = field(default_factory=list)
     new_file: list[str] = field(default_factory=list)  # body of a --- /dev/null diff
     numbers: HunkNumbers | None = None
     hunk_line: int | None = None  # old start line from the @@ header
@@ -668,6 +671,7 @@ class StreamingParser:
         if tag in " +":
             f.hunk_new.append(body)
             f.seen_new += 1
+        f.hunk_ops.append(("=" if tag == " " else tag, body))
 
     def _hunk_full(self, f: _Fence) -> bool:
         n = f.numbers
@@ -734,12 +738,12 @@ class StreamingParser:
         if not f.in_hunk or f.old_path == "/dev/null":
             return []
         f.in_hunk = False
-        old, new = f.hunk_old, f.hunk_new
+        old, new, ops = f.hunk_old, f.hunk_new, f.hunk_ops
         if trim and f.unprefixed and not f.tail:
             # trailing lines with no prefix before the next header: prose or a separator
             cut = f.unprefixed
-            old, new = old[:len(old) - cut], new[:len(new) - cut]
-        f.hunk_old, f.hunk_new, f.tail, f.unprefixed = [], [], [], 0
+            old, new, ops = old[:len(old) - cut], new[:len(new) - cut], ops[:len(ops) - cut]
+        f.hunk_old, f.hunk_new, f.hunk_ops, f.tail, f.unprefixed = [], [], [], [], 0
         path, why = self._diff_target(f)
         if self._section_problem(f, path, why):
             return []
@@ -747,7 +751,8 @@ class StreamingParser:
         if old == new:
             return []
         f.emitted += 1
-        edit = Edit(path, _join(old), _join(new), "udiff", f.hunk_line, f.numbers)
+        edit = Edit(path, _join(old), _join(new), "udiff", f.hunk_line, f.numbers,
+                    ops=tuple(ops))
         dots = bare_elision(path, old, new)
         if dots:
             self._hold(edit, f.hunk_start, f"diff hunk for {path} (line {f.hunk_start}) "
@@ -775,8 +780,9 @@ class StreamingParser:
                 assert path is not None
                 f.emitted += 1
                 self._last_path = path
-                out.append(Edit(path, "", _join(f.new_file), "udiff", 0, f.numbers,
-                                creates=True))
+                out.append(Edit(path, "", _join(f.new_file), "udiff", None, f.numbers,
+                                creates=True,
+                                ops=tuple(("+", ln) for ln in f.new_file)))
         else:
             out = self._close_hunk(f, trim=not end)
             if not f.reported and (f.rename or f.binary or f.deleted):

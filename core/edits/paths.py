@@ -83,6 +83,19 @@ def _route_path(parts: list[str]) -> bool:
     return False
 
 
+def _in_tree(s: str, exists: Exists) -> str | None:
+    """`s` as the tree has it: as written, or without the `path/to/` of the prompt's
+    example or a doubled first folder (`sub/sub/a.py`) that models add by mistake."""
+    if exists(s):
+        return s
+    parts = s.split("/")
+    if s.startswith("path/to/") and len(parts) > 2 and exists("/".join(parts[2:])):
+        return "/".join(parts[2:])
+    if len(parts) > 2 and parts[0] == parts[1] and exists("/".join(parts[1:])):
+        return "/".join(parts[1:])
+    return None
+
+
 def path_problem(s: str) -> str | None:
     """Why `s` (already unwrapped) cannot be a path a model means to write, or None."""
     if _URL.match(s) or "://" in s:
@@ -90,7 +103,7 @@ def path_problem(s: str) -> str | None:
     if _PIN.search(s):
         return "a version pin"
     parts = s.split("/")
-    if s.startswith("path/to/") or any(_placeholder_segment(p) for p in parts):
+    if s.startswith("path/to/") and len(parts) <= 3 or any(_placeholder_segment(p) for p in parts):
         if "[" in s and "<" not in s and "{" not in s and _route_path(parts):
             return None
         return "a template placeholder"
@@ -124,8 +137,10 @@ def clean_path(line: str, exists: Exists | None = None) -> str | None:
             or s.endswith((".", ",", ";", "!", "?", ")")):
         return None
     s = s.removeprefix("./")
-    if exists is not None and exists(s):
-        return s
+    if exists is not None:
+        found = _in_tree(s, exists)
+        if found:
+            return found
     if path_problem(s):
         return None
     name = s.rsplit("/", 1)[-1]

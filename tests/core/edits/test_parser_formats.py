@@ -139,7 +139,7 @@ def test_differing_paths_without_rename_headers_are_a_rename():
 def test_dev_null_creation_alone_and_numbers_off():
     edits, errors, _ = _parse("```diff\n--- /dev/null\n+++ new.py\n@@ -0,0 +1,5 @@\n+a\n+b\n```\n")
     assert errors == [] and edits == [Edit("new.py", "", "a\nb\n", "udiff")]
-    assert edits[0].creates and edits[0].line == 0
+    assert edits[0].creates and edits[0].line is None and edits[0].ops == (("+", "a"), ("+", "b"))
 
 
 def test_unfenced_git_diff_is_read_and_ends_at_prose():
@@ -402,3 +402,7 @@ def test_generated_multi_file_git_diffs_round_trip(diff, sizes):
     got, errors = _chunked(text, sizes)
     assert errors == []
     assert [(e.path, e.search, e.replace, e.numbers) for e in got] == expected
+    for e in got:  # the ops say which lines are context, exactly
+        assert e.ops is not None
+        assert "".join(t + "\n" for op, t in e.ops if op in "=-") == e.search
+        assert "".join(t + "\n" for op, t in e.ops if op in "=+") == e.replace
