@@ -72,22 +72,30 @@ def quick_check(files: Mapping[str, str]) -> list[Problem]:
     ruff runs concurrently for several Python files.  Raises nothing for bad input: a
     file ruff cannot read simply has no ruff problems.
     """
-    out: dict[str, list[Problem]] = {}
-    ruff_todo: list[tuple[str, str]] = []
-    for path in sorted(files):
-        text = files[path]
+    paths = sorted(files)
+    found = check_texts([(p, files[p]) for p in paths])
+    return [p for problems in found for p in problems]
+
+
+def check_texts(items: Sequence[tuple[str, str]]) -> list[list[Problem]]:
+    """Problems of each (path, text) pair, in order; the same path may come twice (the
+    text before and after an edit), and every ruff run of the batch goes concurrently."""
+    out: list[list[Problem]] = []
+    ruff_todo: list[tuple[int, str, str]] = []
+    for i, (path, text) in enumerate(items):
         syntax = check_syntax(path, text)
-        out[path] = syntax
+        out.append(syntax)
         if not syntax and language_for(path) == "python" and text.strip():
-            ruff_todo.append((path, text))
+            ruff_todo.append((i, path, text))
     if len(ruff_todo) == 1:
-        out[ruff_todo[0][0]] = check_ruff(*ruff_todo[0])
+        i, path, text = ruff_todo[0]
+        out[i] = check_ruff(path, text)
     elif ruff_todo:
         with ThreadPoolExecutor(max_workers=min(4, len(ruff_todo))) as pool:
-            for (path, _), found in zip(ruff_todo, pool.map(lambda pt: check_ruff(*pt),
-                                                            ruff_todo), strict=True):
-                out[path] = found
-    return [p for path in sorted(out) for p in out[path]]
+            results = pool.map(lambda job: check_ruff(job[1], job[2]), ruff_todo)
+            for (i, _, _), problems in zip(ruff_todo, results, strict=True):
+                out[i] = problems
+    return out
 
 
 def new_problems(before: Iterable[Problem], after: Iterable[Problem]) -> list[Problem]:

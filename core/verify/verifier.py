@@ -28,7 +28,7 @@ from pathlib import Path
 from core.edits.proposal import Proposal
 from core.verify import VerifyError
 from core.verify.baseline import BaselineCache, tree_key
-from core.verify.checks import Problem, new_problems, problems_by_hunk, quick_check
+from core.verify.checks import Problem, check_texts, new_problems, problems_by_hunk
 from core.verify.detect import TestCommand, VerifySettings, available, detect, read_settings
 from core.verify.runner import Outcome, Progress, RunResult, TestResult, TestRun
 from core.verify.select import Selection, changed_names, select_tests
@@ -302,16 +302,28 @@ class Verifier:
                ) -> tuple[list[Problem], dict[str, list[Problem]], dict[str, str]]:
         """New problems, badges and the texts of the files the scope changes."""
         texts: dict[str, str] = {}
-        befores: list[Problem] = []
+        need_before: list[tuple[str, str]] = []
+        keys: list[tuple[str, str]] = []
         for fp in proposal.files:
             if accepted is not None and not any(h.id in accepted for h in fp.hunks):
                 continue
             texts[fp.path] = fp.result_text(None if accepted is None else set(accepted))
             key = (fp.path, fp.base_fingerprint)
+            keys.append(key)
             if key not in self._before:
-                self._before[key] = quick_check({fp.path: fp.old_text}) if not fp.is_new else []
-            befores.extend(self._before[key])
-        fresh = new_problems(befores, quick_check(texts))
+                if fp.is_new:
+                    self._before[key] = []
+                else:
+                    need_before.append((fp.path, fp.old_text))
+        after_items = sorted(texts.items())
+        # the original texts (first time only) and the proposed ones in one concurrent batch
+        found = check_texts(need_before + after_items)
+        for (path, _), problems in zip(need_before, found, strict=False):
+            fp_key = next(k for k in keys if k[0] == path)
+            self._before[fp_key] = problems
+        befores = [p for key in keys for p in self._before[key]]
+        after = [p for problems in found[len(need_before):] for p in problems]
+        fresh = new_problems(befores, after)
         hunks = proposal.hunks
         badges = problems_by_hunk(fresh, hunks, None if accepted is None else set(accepted))
         return fresh, badges, texts
