@@ -224,12 +224,31 @@ class TestRun:
         outcome = Outcome.PASSED if returncode == 0 and not any(
             t.failed for t in tests.values()) else Outcome.FAILED
         if outcome is Outcome.FAILED and not tests:
-            tests = {"(suite)": TestResult("(suite)", "failed", _tail(output, 60))}
+            tests = _named_failures(output) or {
+                "(suite)": TestResult("(suite)", "failed", _tail(output, 60))}
         return RunResult(outcome, described, returncode, duration, tests, output)
 
     def _timeout(self, proc: subprocess.Popen[bytes]) -> None:
         self._timed_out = True
         _kill_group(proc)
+
+
+# failing test names in other runners' output: go, cargo, jest/vitest
+_FAILURE_NAMES = (re.compile(r"^\s*--- FAIL: (\S+)"), re.compile(r"^test (\S+) \.\.\. FAILED"),
+                  re.compile(r"^\s*[✕×] (.+?)(?: \(\d+ ?ms\))?$"))
+
+
+def _named_failures(output: str) -> dict[str, TestResult]:
+    """Per-test failures of a runner without a report file, by name, each with the whole
+    output's tail as its text (their per-test output is not separable reliably)."""
+    names: list[str] = []
+    for line in output.splitlines():
+        for pattern in _FAILURE_NAMES:
+            m = pattern.match(line)
+            if m and m.group(1) not in names:
+                names.append(m.group(1))
+    tail = _tail(output, 60)
+    return {n: TestResult(n, "failed", tail) for n in names}
 
 
 def _word(outcome: str) -> str:

@@ -97,3 +97,13 @@ def test_pytest_results_per_test_with_streamed_progress(tmp_path, make_tree):
     assert "tests/test_a.py::test_ok" in seen  # progress streamed per test
     assert str(root) not in result.output  # the shadow's path never reaches a prompt
     assert not (root / ".spark-verify-junit.xml").exists()
+
+
+def test_failing_test_names_of_other_runners(tmp_path):
+    out = ("=== RUN   TestAdd\n--- FAIL: TestAdd (0.00s)\n"
+           "test parser::tests::empty ... FAILED\n"
+           "  ✕ adds numbers (3 ms)\n")
+    cmd = _python(f"import sys\nprint({out!r})\nsys.exit(1)\n")
+    result = TestRun(cmd, tmp_path).run()
+    assert result.outcome is Outcome.FAILED
+    assert result.failed_ids == ["TestAdd", "adds numbers", "parser::tests::empty"]
