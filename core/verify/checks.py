@@ -18,6 +18,7 @@ import ast
 import json
 import re
 import subprocess
+import threading
 import tomllib
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -91,6 +92,7 @@ def check_texts(items: Sequence[tuple[str, str]]) -> list[list[Problem]]:
         i, path, text = ruff_todo[0]
         out[i] = check_ruff(path, text)
     elif ruff_todo:
+        _ruff()  # located once, here: sysconfig's lazy set-up is not thread-safe
         with ThreadPoolExecutor(max_workers=min(4, len(ruff_todo))) as pool:
             results = pool.map(lambda job: check_ruff(job[1], job[2]), ruff_todo)
             for (i, _, _), problems in zip(ruff_todo, results, strict=True):
@@ -180,10 +182,22 @@ def _tree_sitter_syntax(path: str, lang: str, text: str) -> list[Problem]:
 # -- ruff --------------------------------------------------------------------------------
 
 
+_RUFF_LOCK = threading.Lock()
+
+
+def _ruff() -> str:
+    with _RUFF_LOCK:
+        return ruff_binary()
+
+
 def check_ruff(path: str, text: str, timeout: float = 20.0) -> list[Problem]:
     """Ruff's error rules on one Python text, as if it were the file `path`."""
+    try:
+        binary = _ruff()
+    except (RuffUnavailable, TypeError, OSError):
+        return []
     cmd = [
-        ruff_binary(), "check", "--isolated", "--no-cache", "--output-format", "json",
+        binary, "check", "--isolated", "--no-cache", "--output-format", "json",
         "--target-version", "py311", "--select", ",".join(ERROR_RULES),
         "--stdin-filename", path or "edit.py", "--exit-zero", "-",
     ]  # fmt: skip
@@ -191,7 +205,7 @@ def check_ruff(path: str, text: str, timeout: float = 20.0) -> list[Problem]:
         proc = subprocess.run(cmd, input=text, capture_output=True, text=True,
                               timeout=timeout, check=False)
         items = json.loads(proc.stdout or "[]") if proc.returncode == 0 else []
-    except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError, RuffUnavailable):
+    except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError):
         return []
     out = []
     for item in items:

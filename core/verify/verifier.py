@@ -271,6 +271,15 @@ class Verifier:
                     job()
                 except VerifyError as exc:
                     self._fail_tests(str(exc))
+                except Exception as exc:  # a bug here must not end verification for good
+                    log.exception("verify: job failed")
+                    self._fail_tests(f"verification failed: {exc!r}")
+                    with self._lock:
+                        for rep in self._reports.values():
+                            if rep.problems is None:
+                                rep.problems = []  # settled: the note says what went wrong
+                        self._answer_done_gen = self._answer_gen
+                        self._subset_done = (self._answer_gen, self._accepted or frozenset())
         finally:
             if self._shadow is not None:
                 self._shadow.close()
