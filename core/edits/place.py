@@ -63,13 +63,19 @@ class Shift:
     dst: str = ""
     delta: int = 0
     unit: int = 0
+    seen: frozenset[str] = frozenset()  # "prefix": the x's the matched lines proved
 
     def apply(self, ind: str) -> str | None:
         """The file-side indent for an answer indent, or None when it has none."""
         if self.kind == "same":
             return ind
         if self.kind == "prefix":
-            return self.dst + ind[len(self.src):] if ind.startswith(self.src) else None
+            if not ind.startswith(self.src):
+                return None
+            rest = ind[len(self.src):]
+            if rest not in self.seen and len(set(self.src + self.dst + rest)) > 1:
+                return None  # tabs and spaces mixed: a deeper level's width is unproved
+            return self.dst + rest
         if self.kind in ("spaces", "tabs"):
             ch = " " if self.kind == "spaces" else "\t"
             if ind.strip(ch):
@@ -161,7 +167,7 @@ def _fit_prefix(pairs: list[tuple[str, str]]) -> Shift | None:
     for a, b in pairs:
         if not (a.startswith(src) and b.startswith(dst) and a[len(src):] == b[len(dst):]):
             return None
-    return Shift("prefix", src=src, dst=dst)
+    return Shift("prefix", src=src, dst=dst, seen=frozenset(a[len(src):] for a, _ in pairs))
 
 
 # -- fences -----------------------------------------------------------------------------
@@ -225,8 +231,10 @@ def place(window: Sequence[str], search: Sequence[str], replace: Sequence[str],
                 pairs.append((_indent(s), _indent(w)))
                 if s != s.rstrip() and s[len(s.rstrip()):] != w[len(w.rstrip()):]:
                     trailing_noise = True
-    if ops is None:
-        ops = difflib.SequenceMatcher(None, search, replace, autojunk=False).get_opcodes()
+    if ops is None:  # trailing whitespace alone is no change in a tolerant match
+        ops = difflib.SequenceMatcher(None, [s.rstrip() for s in search],
+                                      [r.rstrip() for r in replace],
+                                      autojunk=False).get_opcodes()
     changes = _split_blank_edges([op for op in ops if op[0] != "equal"], replace)
     written = [ln for _, _, _, j1, j2 in changes for ln in replace[j1:j2] if not _blank(ln)]
     shift = _shift(pairs, [_indent(ln) for ln in written])

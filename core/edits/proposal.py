@@ -141,6 +141,7 @@ class FileEditor:
         self.original: list[str] = list(self.lines)
         self.origin: list[int | None] = list(range(len(self.lines)))
         self.final_newline = old_text.endswith("\n") if old_text else True
+        self.no_trailing_space = all(s == s.rstrip() for s in self.lines)
 
     def text(self) -> str:
         if not self.lines:
@@ -185,6 +186,9 @@ class FileEditor:
         if not search or not "".join(search).strip():
             self._insert_without_search(edit, replace)
             return
+        if self.no_trailing_space:
+            # a file with no trailing whitespace anywhere: the answer's is copy noise
+            replace = [r.rstrip() for r in replace]
         ops = _edit_opcodes(edit, search, replace)
         try:
             self._place(edit, search, replace, ops)
@@ -214,13 +218,14 @@ class FileEditor:
             raise MatchError(f"{self.path}: SEARCH text not found exactly; the closest "
                              f"lines ({m.start + 1}-{m.end}) overlap what an earlier "
                              f"edit of this answer wrote, so it is not applied there")
+        start, end = _widen_over_blanks(self.lines, m.start, m.end, search, replace)
         try:
-            new = place(self.lines[m.start:m.end], search, replace, ops)
+            new = place(self.lines[start:end], search, replace, ops)
         except PlaceError as exc:
             raise MatchError(f"{self.path}: SEARCH text matched lines {m.start + 1}-{m.end} "
                              f"only {'approximately' if m.how == 'fuzzy' else 'loosely'}, "
                              f"and {exc}") from None
-        self._splice(m.start, m.end, new)
+        self._splice(start, end, new)
 
     def _tiebreak(self, edit: Edit, search: list[str]):
         """Chooses among several equal places: the one a diff's `@@ -a` number names
@@ -296,6 +301,33 @@ class FileEditor:
         raise MatchError(f"{self.path}: an empty SEARCH part creates a new file, but "
                          f"this file exists and is not empty; not applied (to add "
                          f"lines, SEARCH for the lines they go after)")
+
+
+def _edge_blanks(lines: list[str], from_end: bool) -> int:
+    seq = reversed(lines) if from_end else iter(lines)
+    n = 0
+    for s in seq:
+        if s.strip():
+            break
+        n += 1
+    return n
+
+
+def _widen_over_blanks(lines: list[str], start: int, end: int, search: list[str],
+                       replace: list[str]) -> tuple[int, int]:
+    """The match widened over the file's blank lines next to it when REPLACE has more
+    blank lines at that edge than SEARCH: the placement then writes a blank line that
+    both the file and REPLACE have once, not twice (a SEARCH that lost its first or last
+    blank line is the common copy slip)."""
+    if not "".join(search).strip():
+        return start, end
+    want = _edge_blanks(replace, False) - _edge_blanks(search, False)
+    while want > 0 and start > 0 and not lines[start - 1].strip():
+        start, want = start - 1, want - 1
+    want = _edge_blanks(replace, True) - _edge_blanks(search, True)
+    while want > 0 and end < len(lines) and not lines[end].strip():
+        end, want = end + 1, want - 1
+    return start, end
 
 
 def _edit_opcodes(edit: Edit, search: list[str], replace: list[str]
