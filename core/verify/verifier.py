@@ -124,7 +124,8 @@ class Verifier:
 
     def __init__(self, ws: Workspace, *, settings: VerifySettings | None = None,
                  run_tests: bool | None = None, on_change: Callable[[], None] | None = None,
-                 baseline: BaselineCache | None = None, debounce_s: float = DEBOUNCE_S) -> None:
+                 baseline: BaselineCache | None = None, debounce_s: float = DEBOUNCE_S,
+                 parallel_baseline: bool | None = None) -> None:
         self.ws = ws
         self.settings = settings or read_settings(ws.root)
         self.run_tests = (self.settings.enabled and tests_enabled_by_env()
@@ -132,6 +133,9 @@ class Verifier:
         self.on_change = on_change
         self.baseline = baseline if baseline is not None else BaselineCache.shared()
         self.debounce_s = debounce_s
+        # the unchanged tree's run beside the proposal's, where cores are to spare
+        self.parallel_baseline = ((os.cpu_count() or 1) >= 4 if parallel_baseline is None
+                                  else parallel_baseline)
         self._lock = threading.Condition()
         self._reports = {Scope.ANSWER: ScopeReport(Scope.ANSWER),
                          Scope.ACCEPTED: ScopeReport(Scope.ACCEPTED)}
@@ -433,6 +437,9 @@ class Verifier:
         if selection.nothing:
             self._set_tests(gen, scope, state=TestState.SKIPPED, selection=selection.reason)
             return
+        if self.parallel_baseline and (selection.paths or not cmd.selectable):
+            self.baseline.prefetch(tree_key(self.ws.root), cmd, selection.paths, self.ws,
+                                   self.settings)
         result = self._run_once(gen, scope, cmd, shadow_root, selection)
         if result is None:
             return

@@ -110,8 +110,8 @@ def test_failures_that_were_there_before_are_not_blamed_and_the_baseline_is_cach
     answer = ("app.py\n```python\n<<<<<<< SEARCH\n    return 2 * x\n=======\n"
               "    return x + x\n>>>>>>> REPLACE\n```\n")
     cache = BaselineCache()
-    for _ in range(2):
-        v = Verifier(ws, run_tests=True, baseline=cache)
+    for parallel in (True, False):  # the unchanged tree beside the proposal, then cached
+        v = Verifier(ws, run_tests=True, baseline=cache, parallel_baseline=parallel)
         try:
             v.propose(build_proposal(ws, parse_edits(answer)), final=True)
             rep = v.wait_settled(Scope.ANSWER)
@@ -122,6 +122,16 @@ def test_failures_that_were_there_before_are_not_blamed_and_the_baseline_is_cach
         assert rep.tests.old_failures == ["tests/test_app.py::test_broken"]
         assert "already failing" in rep.tests.note
     assert cache.runs == 1  # the unchanged tree ran once for both answers
+    # a prefetched baseline for a change whose tests pass, with its own shadow removed
+    v = Verifier(ws, run_tests=True, baseline=BaselineCache(), parallel_baseline=True)
+    try:
+        v.propose(build_proposal(ws, parse_edits(answer.replace("x + x", "x * 2"))), final=True)
+        assert v.wait_settled(Scope.ANSWER).tests.old_failures == [
+            "tests/test_app.py::test_broken"]
+    finally:
+        v.close(wait=True)
+    time.sleep(0.5)
+    assert list(scratch_tmp.iterdir()) == []
     assert list(scratch_tmp.iterdir()) == []
 
 
