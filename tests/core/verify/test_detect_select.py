@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from core.verify import VerifyError
 from core.verify.detect import Runner, detect, read_settings
@@ -103,3 +105,45 @@ def test_changed_names_are_the_functions_whose_source_differs():
     old = "def a():\n    return 1\n\ndef b():\n    return 2\n"
     new = "def a():\n    return 1\n\ndef b():\n    return 3\n\ndef c():\n    pass\n"
     assert changed_names(old, new) == {"b", "c"}
+
+
+@st.composite
+def projects(draw):
+    """Modules m0..mN importing earlier ones, tests importing some modules."""
+    n = draw(st.integers(1, 6))
+    files = {"pkg/__init__.py": ""}
+    deps = {}
+    for i in range(n):
+        deps[i] = draw(st.sets(st.integers(0, i - 1), max_size=2)) if i else set()
+        files[f"pkg/m{i}.py"] = "".join(f"from pkg.m{d} import f{d}\n" for d in sorted(deps[i])) \
+            + f"\n\ndef f{i}():\n    return {i}\n"
+    tests = {}
+    for t in range(draw(st.integers(1, 5))):
+        tests[t] = draw(st.sets(st.integers(0, n - 1), min_size=1, max_size=2))
+        files[f"tests/test_t{t}.py"] = "".join(f"from pkg.m{m} import f{m}\n" for m in sorted(tests[t])) \
+            + "\n\ndef test_x():\n    assert True\n"
+    changed = draw(st.sets(st.integers(0, n - 1), min_size=1, max_size=2))
+    return files, deps, tests, changed
+
+
+@settings(max_examples=40, deadline=None)
+@given(projects(), st.integers(1, 6))
+def test_selection_follows_imports_and_the_cap(tmp_path_factory, project, cap):
+    files, deps, tests, changed = project
+    root = _tree(tmp_path_factory.mktemp("sel"), files)
+    sel = select_tests(root, [f"pkg/m{c}.py" for c in changed], cap=cap)
+    # modules within MAX_DEPTH - 1 import steps of a change (tests add the last step)
+    near = {c: 0 for c in changed}
+    frontier = set(changed)
+    for step in range(1, 3):
+        frontier = {m for m, ds in deps.items() if ds & frontier and m not in near}
+        near.update({m: step for m in frontier})
+    related = {f"tests/test_t{t}.py" for t, ms in tests.items() if ms & set(near)}
+    assert len(sel.paths) <= cap
+    assert set(sel.paths) <= related
+    if related:
+        assert len(sel.paths) == min(cap, len(related)) and sel.left_out == len(related) - len(sel.paths)
+        direct = sorted(f"tests/test_t{t}.py" for t, ms in tests.items() if ms & set(changed))
+        assert list(sel.paths[:len(direct)]) == direct[:cap]  # direct importers first
+    else:
+        assert sel.run_all
