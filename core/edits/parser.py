@@ -200,6 +200,8 @@ class _Block:
     # lines seen after a line that would close that fence: if the block then turns
     # out to have no REPLACE marker, they are read again as ordinary answer lines
     after_close: list[tuple[int, str]] | None = None
+    # a second ======= line in REPLACE: a slip if >>>>>>> REPLACE comes right after it
+    extra_divider: tuple[int, str] | None = None
 
 
 @dataclass
@@ -542,9 +544,18 @@ class StreamingParser:
             else:
                 b.search.append(line)
             return []
+        if b.extra_divider is not None:  # it was not right before >>>>>>> REPLACE
+            no, divider = b.extra_divider
+            b.extra_divider = None
+            b.broken = b.broken or f"line {no}: a second ======= line"
+            b.replace.append(divider)
         if DIVIDER_RE.match(line):
             if not b.replace:
                 # a doubled divider is a common model slip; the replacement starts after it
+                return []
+            if not b.broken:
+                # right before >>>>>>> REPLACE it is a slip too (Aider reads it so)
+                b.extra_divider = (self._line_no, line)
                 return []
             b.broken = b.broken or f"line {self._line_no}: a second ======= line"
         b.replace.append(line)

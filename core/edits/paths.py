@@ -96,6 +96,22 @@ def _in_tree(s: str, exists: Exists) -> str | None:
     return None
 
 
+_MD_ESCAPE = re.compile(r"\\([_*\[\]()#+.!`-])")
+
+
+def _backslash_readings(s: str) -> list[str]:
+    """A path with backslashes, most likely reading first: markdown escapes
+    (`($locale).\\_index.tsx`) when the path also has `/`, Windows separators
+    (`app\\routes\\x.tsx`) when it has none."""
+    unescaped = _MD_ESCAPE.sub(r"\1", s)
+    windows = s.replace("\\", "/")
+    both = unescaped.replace("\\", "/")
+    emphasis = re.sub(r"\\([_*])", r"\1", s).replace("\\", "/")  # only \_ \* escaped
+    order = [unescaped, both, emphasis, windows] if "/" in s else \
+        [windows, emphasis, both, unescaped]
+    return list(dict.fromkeys(order))
+
+
 def path_problem(s: str) -> str | None:
     """Why `s` (already unwrapped) cannot be a path a model means to write, or None."""
     if _URL.match(s) or "://" in s:
@@ -137,6 +153,11 @@ def clean_path(line: str, exists: Exists | None = None) -> str | None:
             or s.endswith((".", ",", ";", "!", "?", ")")):
         return None
     s = s.removeprefix("./")
+    if "\\" in s:
+        for candidate in _backslash_readings(s):
+            if exists is not None and _in_tree(candidate, exists):
+                return _in_tree(candidate, exists)
+        s = _backslash_readings(s)[0]
     if exists is not None:
         found = _in_tree(s, exists)
         if found:

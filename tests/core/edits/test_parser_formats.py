@@ -406,3 +406,30 @@ def test_generated_multi_file_git_diffs_round_trip(diff, sizes):
         assert e.ops is not None
         assert "".join(t + "\n" for op, t in e.ops if op in "=-") == e.search
         assert "".join(t + "\n" for op, t in e.ops if op in "=+") == e.replace
+
+
+# -- seen in real answers (bench/real_answers) -------------------------------------------
+def test_a_second_divider_right_before_replace_is_a_slip():
+    text = "a.py\n```python\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n=======\n>>>>>>> REPLACE\n```\n"
+    edits, errors, _ = _parse(text)
+    assert errors == [] and [(e.search, e.replace) for e in edits] == [("x = 1\n", "x = 2\n")]
+    # anywhere else it still makes the block malformed
+    text = "a.py\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n=======\ny\n>>>>>>> REPLACE\n"
+    edits, errors, _ = _parse(text)
+    assert edits == [] and "a second =======" in errors[0]
+
+
+@pytest.mark.parametrize("line, path", [
+    ("app/routes/($locale).\\_index.tsx", "app/routes/($locale)._index.tsx"),
+    ("`src/\\_\\_init\\_\\_.py`", "src/__init__.py"),
+    ("app\\routes\\home.tsx", "app/routes/home.tsx"),
+    ("pkg\\__init__.py", "pkg/__init__.py"),
+])
+def test_markdown_escapes_and_windows_separators(line, path):
+    assert clean_path(line) == path
+
+
+def test_backslash_reading_the_tree_has_wins():
+    real = "app/routes/($locale).account_.authorize.tsx"
+    assert clean_path("app\\routes\\($locale).account\\_.authorize.tsx",
+                      exists=lambda p: p == real) == real
