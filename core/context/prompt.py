@@ -368,7 +368,7 @@ class ChatContext:
             Section("system", fixed["system"]),
             Section("repo_map", _tokens(map_msgs),
                     [{"path": p, "lines": n} for p, n in _map_files(map_result)],
-                    note=(f"{map_result.files_scanned} files scanned" if map_result else "")),
+                    note=(map_result.note if map_result else "")),
             Section("read_only_files", _tokens(ro_msgs),
                     [{"path": c.path, "tokens": c.tokens} for c in kept_ro]),
             Section("history", _tokens(history_msgs),

@@ -19,7 +19,7 @@ import gc
 import os
 import re
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,28 +47,84 @@ def is_test_path(rel: str) -> bool:
     return _TEST_PATH.search(rel) is not None
 
 
+class RefVocab:
+    """Identifier -> small int, shared by every file of one map.
+
+    A file's references are kept as an int32 array of these ids instead of a frozenset of
+    bytes: on a 20,000-file tree that is ~25 MB instead of ~300 MB, and the graph joins
+    them with definitions by array indexing instead of set intersections.
+    """
+
+    def __init__(self) -> None:
+        self.ids: dict[bytes, int] = {}
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def encode(self, refs: Collection[bytes]) -> np.ndarray:
+        ids = self.ids
+        get = ids.setdefault
+        return np.fromiter((get(w, len(ids)) for w in refs), dtype=np.int32, count=len(refs))
+
+
+@dataclass(frozen=True, slots=True)
+class FileFacts:
+    """What the graph needs of one file: its definitions and the ids of names it mentions."""
+
+    lang: str
+    defs: tuple[tagmod.Definition, ...]
+    refs: np.ndarray  # int32 ids in a RefVocab
+
+    @classmethod
+    def of(cls, tags: tagmod.FileTags, vocab: RefVocab) -> FileFacts:
+        return cls(tags.lang, tags.defs, vocab.encode(tags.refs))
+
+
 @dataclass
 class _Scan:
     mtime_ns: int
     size: int
-    tags: tagmod.FileTags
+    tags: FileFacts
 
 
 @dataclass
-class _GraphState:
-    """The reference graph plus flat arrays over every definition, for vectorised scoring."""
+class MapGraph:
+    """The reference graph plus flat arrays over every definition, for vectorised scoring.
+
+    Plain arrays and lists only: the background indexer builds it in another process and
+    sends it whole (pickle), so the process that renders the map never holds the per-file
+    reference sets it was built from. Definitions of file i are rows
+    file_starts[i]:file_starts[i+1] (files in `files` order).
+    """
 
     files: list[str]
     file_index: dict[str, int]
     ident_index: dict[str, int]  # node id = len(files) + position
     graph: Graph
-    def_refs: list[tuple[str, tagmod.Definition]]
+    file_starts: np.ndarray  # offsets into the definition rows, one per file + 1
+    def_name: list[str]
+    def_kind: list[str]
+    def_text: list[str]
+    def_line: np.ndarray
+    def_depth: np.ndarray
     def_file: np.ndarray  # file node of each definition
     def_ident: np.ndarray  # ident node of each definition, -1 when unmapped
     def_share: np.ndarray  # 1 / number of files defining the same name
     def_scale: np.ndarray  # 1/(defs in its file + 1): a file's rank spread over its defs
     def_factor: np.ndarray  # 0.1 for private names, else 1
     def_in_tests: np.ndarray  # bool: defined in a test file
+    exact: bool = False  # def_text holds exact signatures: rendering reads no file
+
+    def definition(self, k: int) -> tagmod.Definition:
+        return tagmod.Definition(self.def_name[k], self.def_kind[k], int(self.def_line[k]),
+                                 int(self.def_depth[k]), self.def_text[k])
+
+    def defs_of(self, rel: str) -> tuple[tagmod.Definition, ...]:
+        i = self.file_index.get(rel)
+        if i is None:
+            return ()
+        return tuple(self.definition(k) for k in range(int(self.file_starts[i]),
+                                                       int(self.file_starts[i + 1])))
 
 
 @dataclass(frozen=True)
@@ -88,6 +144,16 @@ class RepoMapResult:
     tokens: int
     entries: list[MapEntry] = field(default_factory=list)
     files_scanned: int = 0
+    files_total: int | None = None  # source files known so far, while indexing runs
+    complete: bool = True  # False: sent with the files indexed so far
+
+    @property
+    def note(self) -> str:
+        """What `/context` says about the map: how much of the tree it covers."""
+        if self.complete:
+            return f"{self.files_scanned:,} files scanned"
+        total = f"{self.files_total:,}" if self.files_total is not None else "?"
+        return f"{self.files_scanned:,}/{total} files indexed, indexing goes on in the background"
 
 
 class RepoMap:
@@ -98,30 +164,73 @@ class RepoMap:
         self._lock = threading.RLock()
         self._all_files: set[str] | None = None
         self._scans: dict[str, _Scan] = {}
-        self._graph: _GraphState | None = None
+        self._vocab = RefVocab()
+        self._graph: MapGraph | None = None
         self._signatures: dict[str, tuple[int, dict[int, tagmod.Definition]]] = {}
+        # fed by a background indexer (core.indexing) instead of scanning in this process
+        self._external = False
+        self._on_event: Callable[[str], None] | None = None
+        self._progress: tuple[int, int | None, bool] = (0, None, True)  # done, total, complete
+
+    # -- fed from a background indexer --------------------------------------------------
+    def use_external_index(self, on_event: Callable[[str], None] | None = None) -> None:
+        """From now on the map never scans in this process: `install` hands it what a
+        background indexer built, and until then it renders empty (a request never waits).
+        `on_event` receives each file event, for the indexer to rescan that file."""
+        with self._lock:
+            self._external = True
+            self._on_event = on_event
+            self._progress = (0, None, False)
+
+    def install(self, *, files: Iterable[str] | None = None, graph: MapGraph | None = None,
+                progress: tuple[int, int | None, bool] | None = None) -> None:
+        """Swap in the tree listing, a graph and/or the indexing progress (cheap: no scan)."""
+        with self._lock:
+            if files is not None:
+                self._all_files = set(files)
+            if graph is not None:
+                self._graph = graph
+            if progress is not None:
+                self._progress = progress
+
+    @property
+    def progress(self) -> tuple[int, int | None, bool]:
+        """(source files indexed, source files known or None, complete)."""
+        if not self._external:
+            return len(self._scans), len(self._scans), self._all_files is not None
+        return self._progress
 
     # -- tree and cache ---------------------------------------------------------------
     def all_files(self) -> set[str]:
         """Every file in the tree (ignored ones left out), scanned or not."""
         with self._lock:
             self._ensure_built()
-            assert self._all_files is not None
-            return set(self._all_files)
+            return set(self._all_files or ())
 
     def source_files(self) -> list[str]:
         """Files the map reads symbols from."""
         with self._lock:
             self._ensure_built()
+            if self._external:
+                return list(self._graph.files) if self._graph is not None else []
             return sorted(self._scans)
 
     def on_file_event(self, rel: str) -> None:
         """Bring one file's entry up to date after it was created, changed or deleted."""
         rel = rel.replace(os.sep, "/").lstrip("/")
+        if self._on_event is not None:
+            self._on_event(rel)
         with self._lock:
             if self._all_files is None:
                 return  # nothing cached yet; the first build reads the file as it is
             path = self.root / rel
+            if self._external:  # the indexer rescans it; only the listing is kept here
+                self._signatures.pop(rel, None)
+                if not path.is_file():
+                    self._all_files.discard(rel)
+                elif rel not in self._all_files and not is_ignored(self.root, rel):
+                    self._all_files.add(rel)
+                return
             if path.is_file():
                 if rel not in self._all_files:
                     if is_ignored(self.root, rel):  # asked for new files only: one git call
@@ -148,7 +257,7 @@ class RepoMap:
             self._graph = None
 
     def _ensure_built(self) -> None:
-        if self._all_files is None:
+        if self._all_files is None and not self._external:
             self.refresh()
 
     def _scan_one(self, rel: str) -> bool:
@@ -170,7 +279,7 @@ class RepoMap:
             file_tags = tagmod.scan_source(lang, data)
         except Exception:  # noqa: BLE001 -- a grammar that fails must not take the map down
             return self._scans.pop(rel, None) is not None
-        self._scans[rel] = _Scan(st.st_mtime_ns, st.st_size, file_tags)
+        self._scans[rel] = _Scan(st.st_mtime_ns, st.st_size, FileFacts.of(file_tags, self._vocab))
         self._signatures.pop(rel, None)
         return True
 
@@ -184,72 +293,16 @@ class RepoMap:
         return None if b"\0" in data[:8192] else data
 
     # -- graph and ranking -------------------------------------------------------------
-    def _graph_state(self) -> _GraphState:
+    def _graph_state(self) -> MapGraph:
+        if self._graph is None and self._external:
+            return _EMPTY_GRAPH
         if self._graph is None:
             with _gc_paused():
                 self._graph = self._build_graph()
         return self._graph
 
-    def _build_graph(self) -> _GraphState:
-        files = sorted(self._scans)
-        file_index = {rel: i for i, rel in enumerate(files)}
-        definers: dict[str, list[int]] = {}
-        for i, rel in enumerate(files):
-            for d in self._scans[rel].tags.defs:
-                if _mappable_name(d.name):
-                    owners = definers.setdefault(d.name, [])
-                    if not owners or owners[-1] != i:
-                        owners.append(i)
-        base = len(files)
-        ident_index = {name: base + k for k, name in enumerate(sorted(definers))}
-        # name -> (node, weight, the only defining file or -1)
-        info = {
-            name.encode("utf-8"): (ident_index[name], _name_weight(name, len(owners)),
-                                   owners[0] if len(owners) == 1 else -1)
-            for name, owners in definers.items()
-        }
-        defined = frozenset(info)
-        src: list[int] = []
-        dst: list[int] = []
-        weight: list[float] = []
-        for i, rel in enumerate(files):
-            # a file mentioning its own (sole) definition is no reference
-            hits = [info[name] for name in self._scans[rel].tags.refs & defined]
-            hits = [h for h in hits if h[2] != i]
-            src.extend([i] * len(hits))
-            dst.extend([h[0] for h in hits])
-            weight.extend([h[1] for h in hits])
-        for name, owners in definers.items():
-            src.extend([ident_index[name]] * len(owners))
-            dst.extend(owners)
-            weight.extend([1.0] * len(owners))
-        graph = Graph.from_edges(base + len(ident_index), src, dst, weight)
-        def_refs: list[tuple[str, tagmod.Definition]] = []
-        def_file: list[int] = []
-        def_ident: list[int] = []
-        def_share: list[float] = []
-        def_scale: list[float] = []
-        def_factor: list[float] = []
-        # name -> (ident node, 1/number of defining files, factor), computed once per name
-        meta = {name: (ident_index[name], 1.0 / len(owners), _definition_factor(name))
-                for name, owners in definers.items()}
-        for i, rel in enumerate(files):
-            defs = self._scans[rel].tags.defs
-            n = len(defs)
-            rows = [meta.get(d.name) or (-1, 0.0, _definition_factor(d.name)) for d in defs]
-            def_refs.extend([(rel, d) for d in defs])
-            def_file.extend([i] * n)
-            def_ident.extend([r[0] for r in rows])
-            def_share.extend([r[1] for r in rows])
-            def_scale.extend([1.0 / (n + 1)] * n)
-            def_factor.extend([r[2] for r in rows])
-        return _GraphState(
-            files, file_index, ident_index, graph, def_refs,
-            np.asarray(def_file, dtype=np.int64), np.asarray(def_ident, dtype=np.int64),
-            np.asarray(def_share), np.asarray(def_scale), np.asarray(def_factor),
-            np.asarray([is_test_path(rel) for rel in files], dtype=bool)[
-                np.asarray(def_file, dtype=np.int64)],
-        )
+    def _build_graph(self) -> MapGraph:
+        return build_graph({rel: scan.tags for rel, scan in self._scans.items()}, self._vocab)
 
     def rank(
         self,
@@ -274,12 +327,11 @@ class RepoMap:
         for k in order:
             if score[k] <= 0:
                 return
-            rel, d = state.def_refs[k]
-            yield MapEntry(rel, d, float(score[k]))
+            yield MapEntry(state.files[state.def_file[k]], state.definition(int(k)), float(score[k]))
 
     @staticmethod
     def _personalisation(
-        state: _GraphState, chat: list[int], mentioned_files: Iterable[str],
+        state: MapGraph, chat: list[int], mentioned_files: Iterable[str],
         mentioned_names: Iterable[str],
     ) -> np.ndarray | None:
         """Where the random walk restarts: the user's focus, plus a little of everywhere.
@@ -324,8 +376,9 @@ class RepoMap:
         """The best-ranked signature lines whose rendering fits in `budget` tokens."""
         with self._lock:
             self._ensure_built()
+            done, total, complete = self.progress
             if budget <= 0:
-                return RepoMapResult("", 0, [], len(self._scans))
+                return RepoMapResult("", 0, [], done, total, complete)
             names = prompt_names(prompt)
             ranked = self.rank(chat_files, mentioned_files, names)
             chosen: dict[str, dict[int, MapEntry]] = {}
@@ -370,23 +423,131 @@ class RepoMap:
                 text = _render_text(order, chosen)
                 tokens = estimate_tokens(text)
             entries = [e for rel in order for _, e in sorted(chosen[rel].items())]
-            return RepoMapResult(text, tokens, entries, len(self._scans))
+            return RepoMapResult(text, tokens, entries, done, total, complete)
 
     def _file_signatures(self, rel: str) -> dict[int, tagmod.Definition]:
-        scan = self._scans[rel]
+        scan = self._scans.get(rel)
+        lang: str | None
+        if scan is not None and not self._external:
+            mtime_ns, size, lang, defs = scan.mtime_ns, scan.size, scan.tags.lang, scan.tags.defs
+        elif self._graph is not None and self._graph.exact:  # indexed with exact signatures
+            return {d.line: d for d in self._graph.defs_of(rel)}
+        else:  # an indexed file: its definitions come from the graph, its state from disk
+            try:
+                st = os.stat(self.root / rel)
+            except OSError:
+                return {}
+            mtime_ns, size, lang = st.st_mtime_ns, st.st_size, tagmod.language_for(rel)
+            defs = self._graph.defs_of(rel) if self._graph is not None else ()
         cached = self._signatures.get(rel)
-        if cached is not None and cached[0] == scan.mtime_ns:
+        if cached is not None and cached[0] == mtime_ns:
             return cached[1]
         sigs: dict[int, tagmod.Definition] | None = None
-        if scan.tags.lang == "python":
-            data = self._read(rel, scan.size)
+        if lang == "python":
+            data = self._read(rel, size)
             if data is not None:
                 text = data.decode("utf-8", "replace")
-                sigs = tagmod.python_signatures(text, scan.tags.defs)
+                sigs = tagmod.python_signatures(text, defs)
         if sigs is None:
-            sigs = {d.line: d for d in scan.tags.defs}
-        self._signatures[rel] = (scan.mtime_ns, sigs)
+            sigs = {d.line: d for d in defs}
+        self._signatures[rel] = (mtime_ns, sigs)
         return sigs
+
+
+def build_graph(scans: Mapping[str, FileFacts], vocab: RefVocab, *, exact: bool = False) -> MapGraph:
+    """The reference graph and definition arrays of a tree's scanned files.
+
+    A pure function of the scans, so the background indexer (another process) and the
+    in-process map build the same graph.
+    """
+    with _gc_paused():
+        graph = _build_graph(scans, vocab)
+    graph.exact = exact
+    return graph
+
+
+def _build_graph(scans: Mapping[str, FileFacts], vocab: RefVocab) -> MapGraph:
+    files = sorted(scans)
+    file_index = {rel: i for i, rel in enumerate(files)}
+    definers: dict[str, list[int]] = {}
+    for i, rel in enumerate(files):
+        for d in scans[rel].defs:
+            if _mappable_name(d.name):
+                owners = definers.setdefault(d.name, [])
+                if not owners or owners[-1] != i:
+                    owners.append(i)
+    base = len(files)
+    ident_index = {name: base + k for k, name in enumerate(sorted(definers))}
+    # per vocabulary id: its ident node (-1: defined nowhere), weight, the only defining file
+    ids = [vocab.ids.setdefault(name.encode("utf-8"), len(vocab.ids)) for name in definers]
+    size = len(vocab)
+    node_of = np.full(size, -1, dtype=np.int64)
+    weight_of = np.zeros(size)
+    sole_of = np.full(size, -1, dtype=np.int64)
+    for vid, (name, owners) in zip(ids, definers.items()):
+        node_of[vid] = ident_index[name]
+        weight_of[vid] = _name_weight(name, len(owners))
+        sole_of[vid] = owners[0] if len(owners) == 1 else -1
+    src_parts: list[np.ndarray] = []
+    dst_parts: list[np.ndarray] = []
+    weight_parts: list[np.ndarray] = []
+    for i, rel in enumerate(files):
+        refs = scans[rel].refs
+        nodes = node_of[refs]
+        # a reference to a defined name, not the file's own (sole) definition
+        hit = (nodes >= 0) & (sole_of[refs] != i)
+        src_parts.append(np.full(int(hit.sum()), i, dtype=np.int64))
+        dst_parts.append(nodes[hit])
+        weight_parts.append(weight_of[refs][hit])
+    src: list[int] = np.concatenate(src_parts).tolist() if src_parts else []
+    dst: list[int] = np.concatenate(dst_parts).tolist() if dst_parts else []
+    weight: list[float] = np.concatenate(weight_parts).tolist() if weight_parts else []
+    for name, owners in definers.items():
+        src.extend([ident_index[name]] * len(owners))
+        dst.extend(owners)
+        weight.extend([1.0] * len(owners))
+    graph = Graph.from_edges(base + len(ident_index), src, dst, weight)
+    starts: list[int] = [0]
+    def_name: list[str] = []
+    def_kind: list[str] = []
+    def_text: list[str] = []
+    def_line: list[int] = []
+    def_depth: list[int] = []
+    def_file: list[int] = []
+    def_ident: list[int] = []
+    def_share: list[float] = []
+    def_scale: list[float] = []
+    def_factor: list[float] = []
+    # name -> (ident node, 1/number of defining files, factor), computed once per name
+    meta = {name: (ident_index[name], 1.0 / len(owners), _definition_factor(name))
+            for name, owners in definers.items()}
+    kinds: dict[str, str] = {}  # one string object per kind, shared by every row
+    for i, rel in enumerate(files):
+        defs = scans[rel].defs
+        n = len(defs)
+        starts.append(starts[-1] + n)
+        rows = [meta.get(d.name) or (-1, 0.0, _definition_factor(d.name)) for d in defs]
+        def_name.extend([d.name for d in defs])
+        def_kind.extend([kinds.setdefault(d.kind, d.kind) for d in defs])
+        def_text.extend([d.text for d in defs])
+        def_line.extend([d.line for d in defs])
+        def_depth.extend([d.depth for d in defs])
+        def_file.extend([i] * n)
+        def_ident.extend([r[0] for r in rows])
+        def_share.extend([r[1] for r in rows])
+        def_scale.extend([1.0 / (n + 1)] * n)
+        def_factor.extend([r[2] for r in rows])
+    file_of = np.asarray(def_file, dtype=np.int64)
+    return MapGraph(
+        files, file_index, ident_index, graph, np.asarray(starts, dtype=np.int64),
+        def_name, def_kind, def_text, np.asarray(def_line, dtype=np.int64),
+        np.asarray(def_depth, dtype=np.int64), file_of, np.asarray(def_ident, dtype=np.int64),
+        np.asarray(def_share), np.asarray(def_scale), np.asarray(def_factor),
+        np.asarray([is_test_path(rel) for rel in files], dtype=bool)[file_of],
+    )
+
+
+_EMPTY_GRAPH = _build_graph({}, RefVocab())
 
 
 @contextlib.contextmanager

@@ -311,12 +311,33 @@ class DuplicateIndex:
         if not (self.root / rel).is_file():
             self.remove_file(rel)
             return
-        units = self._units_of(rel)
+        self.add_units(rel, self._units_of(rel))
+
+    def add_units(self, rel: str, units: list[FunctionUnit]) -> None:
+        """Index one file's already fingerprinted functions, replacing what it had.
+
+        The background indexer's path: it feeds files one at a time (from its cache or
+        parsed), and queries in between see every file added so far. New functions go to
+        the small delta; the numpy index is refrozen once the delta outgrows a fifth of it.
+        """
         with self._lock:
             self._drop(rel)
             self._insert(rel, units, into_delta=True)
             if self._features.delta_size > max(2000, len(self._entries) // 5):
                 self._freeze()
+
+    def units_of(self, rel: str) -> list[FunctionUnit]:
+        """Parse and fingerprint one file of the tree (notes kept in `notes`)."""
+        return self._units_of(rel)
+
+    def file_ok(self, rel: str) -> bool:
+        """Whether rel is one of the files a build indexes (see TreeFilter)."""
+        return self._filter.file_ok(rel)
+
+    def finish_loading(self) -> None:
+        """Fold the delta into the frozen arrays after a series of `add_units`."""
+        with self._lock:
+            self._freeze()
 
     def remove_file(self, rel_path: str) -> None:
         rel = self._relative(rel_path)
@@ -527,7 +548,8 @@ class DuplicateIndex:
             return FunctionRef(path, unit.symbol, unit.line)
 
         with self._lock:
-            queries = [(e.path, e.unit, e) for e in self._entries if e is not None]
+            queries: list[tuple[str, FunctionUnit, _Entry | None]] = [
+                (e.path, e.unit, e) for e in self._entries if e is not None]
             queries += [(p, u, None) for p, units in self._probes.items() for u in units]
             for path, unit, me in queries:
 

@@ -21,6 +21,9 @@ class FeatureIndex:
     """Feature hash -> function ids, frozen CSR arrays plus a small mutable delta."""
 
     def __init__(self) -> None:
+        self._clear()
+
+    def _clear(self) -> None:
         self._keys = np.empty(0, dtype=np.uint64)
         self._offsets = np.zeros(1, dtype=np.int64)
         self._postings = np.empty(0, dtype=np.int32)
@@ -58,7 +61,7 @@ class FeatureIndex:
                 sizes[uid] = len(feats)
             self._sizes = sizes
         else:
-            self.__init__()
+            self._clear()
             return
         self._delta = {}
         self._delta_count = 0

@@ -1,0 +1,302 @@
+"""On-disk cache of one repository's indexes: per-file scans and whole-tree snapshots.
+
+A second launch on an unchanged 20,000-file tree must be ready in under a second, and
+parsing every file again takes minutes. So each file's scan (repo-map tags, duplicate
+fingerprints) is stored with the file's stamp (mtime, size) and a hash of its content: an
+unchanged stamp is trusted (the fast path), a changed stamp with the same content hash
+(a `touch`, a checkout that rewrote the file) reuses the scan, anything else is scanned
+again. The built repo-map graph is stored too, keyed by a digest of every stamp, so an
+unchanged tree loads one blob instead of 20,000 scans.
+
+One SQLite file per repository, in the user's cache folder (platformdirs; `SPARK_CACHE_DIR`
+overrides it, as the tests do): never inside the user's tree. It is versioned and records
+the root it belongs to; a file that is not SQLite, is truncated, has another version or
+belongs to another root is refused, deleted and rebuilt, never trusted. Stored objects are
+unpickled with an allow-list of the classes a scan is made of, so a planted cache cannot
+run code. Only the indexer (one process per repository) writes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import pickle
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from core.errors import SparkError
+
+CACHE_VERSION = 4
+APP_NAME = "sparkstation"
+
+
+class CacheError(SparkError):
+    """The cache folder cannot be used at all (not writable); indexing goes on without it."""
+
+
+def cache_root() -> Path:
+    """Where the caches live: $SPARK_CACHE_DIR, else the user's cache folder."""
+    override = os.environ.get("SPARK_CACHE_DIR")
+    if override:
+        return Path(override)
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir(APP_NAME))
+
+
+def cache_file(root: Path, base: Path | None = None) -> Path:
+    """The cache file of one repository: named by a hash of its resolved path."""
+    resolved = str(Path(root).resolve())
+    digest = hashlib.blake2b(resolved.encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
+    return (base or cache_root()) / "index" / f"{Path(resolved).name[:40]}-{digest}.sqlite"
+
+
+def content_hash(data: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+# -- safe unpickling ----------------------------------------------------------------------
+_ALLOWED = {
+    ("core.context.tags", "Definition"),
+    ("core.context.tags", "FileTags"),
+    ("core.context.repomap", "MapGraph"),
+    ("core.context.rank", "Graph"),
+    ("core.detectors.normalize", "FunctionUnit"),
+    ("builtins", "frozenset"),
+    ("builtins", "set"),
+    ("builtins", "tuple"),
+    ("builtins", "list"),
+    ("builtins", "dict"),
+    ("builtins", "bytes"),
+    ("builtins", "getattr"),
+    ("copyreg", "_reconstructor"),
+    ("builtins", "object"),
+    ("numpy", "ndarray"),
+    ("numpy", "dtype"),
+    ("numpy.core.multiarray", "_reconstruct"),
+    ("numpy._core.multiarray", "_reconstruct"),
+    ("numpy.core.multiarray", "scalar"),
+    ("numpy._core.multiarray", "scalar"),
+    ("numpy.core.numeric", "_frombuffer"),
+    ("numpy._core.numeric", "_frombuffer"),
+}
+
+
+class _SafeUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) not in _ALLOWED:
+            raise pickle.UnpicklingError(f"{module}.{name} is not allowed in an index cache")
+        return super().find_class(module, name)
+
+
+def loads(blob: bytes) -> Any:
+    """Unpickle a cached object, refusing anything but the classes scans are made of."""
+    return _SafeUnpickler(io.BytesIO(blob)).load()
+
+
+def dumps(obj: Any) -> bytes:
+    return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+@dataclass(frozen=True, slots=True)
+class Stamp:
+    """What the cache knows about one file without reading it."""
+
+    mtime_ns: int
+    size: int
+    digest: bytes
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files (
+    path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
+    digest BLOB NOT NULL, tags BLOB, units BLOB);
+CREATE TABLE IF NOT EXISTS snapshots (name TEXT PRIMARY KEY, key BLOB NOT NULL, blob BLOB NOT NULL);
+"""
+
+
+class IndexCache:
+    """The cache of one repository. Not thread-safe: one owner (the indexer) uses it."""
+
+    def __init__(self, root: Path, path: Path | None = None) -> None:
+        self.root = str(Path(root).resolve())
+        self.path = path or cache_file(Path(root))
+        self.rebuilt: str | None = None  # why an existing cache was thrown away, if it was
+        self._db: sqlite3.Connection | None = None
+        self._pending = 0
+
+    # -- opening and validation ------------------------------------------------------
+    def open(self) -> IndexCache:
+        """Open (or create) the cache; a bad or foreign one is deleted and started afresh."""
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise CacheError(f"cannot create the cache folder {self.path.parent}: {exc}") from None
+        reason = None
+        if self.path.exists():
+            try:
+                reason = self._check(self._connect())
+            except sqlite3.DatabaseError as exc:
+                reason = f"unreadable ({exc})"
+            if reason is not None:
+                self._discard()
+        if reason is not None:
+            self.rebuilt = reason
+        try:
+            db = self._db or self._connect()
+            db.executescript(_SCHEMA)
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('version', ?)", (str(CACHE_VERSION),))
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('root', ?)", (self.root,))
+            db.commit()
+        except sqlite3.DatabaseError as exc:
+            self._discard()
+            raise CacheError(f"cannot write the cache {self.path}: {exc}") from None
+        return self
+
+    def _connect(self) -> sqlite3.Connection:
+        self._db = sqlite3.connect(str(self.path), check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        return self._db
+
+    def _check(self, db: sqlite3.Connection) -> str | None:
+        """Why this database is not a cache of this root at this version (None: it is)."""
+        if db.execute("PRAGMA quick_check").fetchone() != ("ok",):
+            return "damaged (integrity check failed)"
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if not {"meta", "files", "snapshots"} <= tables:
+            return "not an index cache"
+        meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+        if meta.get("version") != str(CACHE_VERSION):
+            return f"version {meta.get('version')} (this build reads {CACHE_VERSION})"
+        if meta.get("root") != self.root:
+            return f"belongs to another repository ({meta.get('root')})"
+        return None
+
+    def _discard(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+        for suffix in ("", "-wal", "-shm"):
+            try:
+                os.unlink(str(self.path) + suffix)
+            except FileNotFoundError:
+                pass
+
+    def close(self) -> None:
+        if self._db is not None:
+            try:
+                self._db.commit()
+            finally:
+                self._db.close()
+                self._db = None
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        if self._db is None:
+            raise CacheError("the index cache is not open")
+        return self._db
+
+    # -- per-file scans ------------------------------------------------------------------
+    def stamps(self) -> dict[str, Stamp]:
+        """Every cached file's stamp, in one query."""
+        return {path: Stamp(m, s, d) for path, m, s, d in
+                self.db.execute("SELECT path, mtime_ns, size, digest FROM files")}
+
+    def iter_column(self, column: str) -> Iterator[tuple[str, Stamp, Any]]:
+        """(path, stamp, object) for every file whose `column` ("tags" or "units") is cached;
+        a row that does not unpickle is skipped (the file is scanned again)."""
+        if column not in {"tags", "units"}:
+            raise ValueError(column)
+        query = f"SELECT path, mtime_ns, size, digest, {column} FROM files WHERE {column} IS NOT NULL"
+        for path, m, s, d, blob in self.db.execute(query):
+            try:
+                obj = loads(blob)
+            except Exception:  # noqa: BLE001, S112 -- a bad row costs one rescan, nothing more
+                continue
+            yield path, Stamp(m, s, d), obj
+
+    def get(self, path: str, column: str) -> tuple[Stamp, Any] | None:
+        if column not in {"tags", "units"}:
+            raise ValueError(column)
+        row = self.db.execute(f"SELECT mtime_ns, size, digest, {column} FROM files WHERE path = ?",
+                              (path,)).fetchone()
+        if row is None or row[3] is None:
+            return None
+        try:
+            return Stamp(row[0], row[1], row[2]), loads(row[3])
+        except Exception:  # noqa: BLE001
+            return None
+
+    def put(self, path: str, stamp: Stamp, column: str, obj: Any) -> None:
+        """Store one scan; a stamp that changed since the other column was stored clears it."""
+        if column not in {"tags", "units"}:
+            raise ValueError(column)
+        other = "units" if column == "tags" else "tags"
+        blob = dumps(obj)
+        db = self.db
+        row = db.execute("SELECT mtime_ns, size, digest FROM files WHERE path = ?", (path,)).fetchone()
+        if row is not None and row[2] == stamp.digest:
+            db.execute(f"UPDATE files SET mtime_ns = ?, size = ?, {column} = ? WHERE path = ?",
+                       (stamp.mtime_ns, stamp.size, blob, path))
+        else:
+            db.execute(f"INSERT OR REPLACE INTO files (path, mtime_ns, size, digest, {column}, {other}) "
+                       "VALUES (?, ?, ?, ?, ?, NULL)", (path, stamp.mtime_ns, stamp.size, stamp.digest, blob))
+        self._tick()
+
+    def touch(self, path: str, stamp: Stamp) -> None:
+        """Same content under a new stamp (a `touch`): keep the scans, record the stamp."""
+        self.db.execute("UPDATE files SET mtime_ns = ?, size = ? WHERE path = ?",
+                        (stamp.mtime_ns, stamp.size, path))
+        self._tick()
+
+    def forget(self, path: str) -> None:
+        self.db.execute("DELETE FROM files WHERE path = ?", (path,))
+        self._tick()
+
+    def forget_missing(self, present: set[str]) -> int:
+        """Drop rows of files no longer in the tree; returns how many."""
+        gone = [p for (p,) in self.db.execute("SELECT path FROM files") if p not in present]
+        self.db.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in gone])
+        self._tick(len(gone))
+        return len(gone)
+
+    def _tick(self, n: int = 1) -> None:
+        self._pending += n
+        if self._pending >= 500:
+            self.commit()
+
+    def commit(self) -> None:
+        if self._db is not None:
+            self._db.commit()
+        self._pending = 0
+
+    # -- whole-tree snapshots ----------------------------------------------------------
+    def snapshot(self, name: str, key: bytes) -> Any | None:
+        """The object stored under `name` if it was stored with this key, else None."""
+        row = self.db.execute("SELECT key, blob FROM snapshots WHERE name = ?", (name,)).fetchone()
+        if row is None or row[0] != key:
+            return None
+        try:
+            return loads(row[1])
+        except Exception:  # noqa: BLE001
+            return None
+
+    def store_snapshot(self, name: str, key: bytes, obj: Any) -> None:
+        self.db.execute("INSERT OR REPLACE INTO snapshots VALUES (?, ?, ?)", (name, key, dumps(obj)))
+        self.commit()
+
+
+def tree_key(stamps: dict[str, tuple[int, int]]) -> bytes:
+    """A digest of every (path, mtime, size): equal keys mean an unchanged tree."""
+    h = hashlib.blake2b(digest_size=16)
+    h.update(str(CACHE_VERSION).encode())
+    for path in sorted(stamps):
+        m, s = stamps[path]
+        h.update(f"{path}\0{m}\0{s}\n".encode("utf-8", "surrogateescape"))
+    return h.digest()

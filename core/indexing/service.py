@@ -1,0 +1,316 @@
+"""The app's handle on the background indexer: start it, read its progress, ask it things.
+
+`IndexService.start()` returns at once. A starter thread lists the tree, then runs the
+indexer (`core.indexing.worker`) in a child process for a large tree (its CPU never holds
+the GIL the UI and the embedded core need) or in a thread for a small one (a process
+start costs more than indexing a few hundred files). The same thread then reads what the
+indexer sends: repo-map graphs are installed into the session's `RepoMap` as they come
+(partial ones first), so a request is always assembled from what is ready and never waits;
+`snapshot()` says how far indexing got (for `/context` and benchmarks); duplicate checks
+are answered by the indexer, which holds the duplicate index, so the app's process never
+holds 100,000 function fingerprints.
+"""
+
+from __future__ import annotations
+
+import itertools
+import multiprocessing
+import os
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from core.context.repomap import RepoMap
+from core.context.tree import list_files
+
+IN_PROCESS_BELOW = 300  # source files: below this the indexer runs in a thread
+CHECK_TIMEOUT_S = 5.0
+MAX_NOTES = 20
+
+
+@dataclass(frozen=True)
+class IndexSnapshot:
+    """How far indexing got; never waits for the indexer."""
+
+    map_done: int = 0
+    map_total: int | None = None
+    map_complete: bool = False
+    dups_done: int = 0
+    dups_total: int | None = None
+    dups_complete: bool = False
+    baseline_lines: int | None = None
+    mode: str = "starting"  # "starting" | "thread" | "process" | "stopped" | "failed"
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def complete(self) -> bool:
+        return self.map_complete and self.dups_complete
+
+    def describe(self) -> str:
+        """One line for `/context`: e.g. 'repo map: 412/1,000 files indexed; ...'."""
+        def part(name: str, done: int, total: int | None, complete: bool) -> str:
+            if complete:
+                return f"{name}: {done:,} files indexed"
+            of = f"{total:,}" if total is not None else "?"
+            return f"{name}: {done:,}/{of} files indexed"
+        return "; ".join([part("repo map", self.map_done, self.map_total, self.map_complete),
+                          part("duplicates", self.dups_done, self.dups_total, self.dups_complete)])
+
+
+class IndexService:
+    """One repository's background indexer, seen from the app."""
+
+    def __init__(self, root: Path, repo_map: RepoMap, *, use_cache: bool = True,
+                 cache_path: Path | None = None, in_process: bool | None = None) -> None:
+        self.root = Path(root).resolve()
+        self.repo_map = repo_map
+        self.use_cache = use_cache
+        self.cache_path = cache_path
+        self.in_process = in_process
+        self._state = IndexSnapshot()
+        self._lock = threading.Lock()
+        self._send_lock = threading.Lock()
+        self._conn: Connection | None = None
+        self._proc: subprocess.Popen | None = None
+        self._started = False
+        self._ids = itertools.count(1)
+        self._replies: dict[int, tuple[threading.Event, list[Any]]] = {}
+        self._changed = threading.Condition()
+        self._early_events: list[tuple[str, str]] = []
+        self.on_growth: Callable[[int], None] | None = None  # the tree's line count, once known
+        self.on_dups_ready: Callable[[], None] | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def start(self) -> IndexService:
+        """Begin indexing in the background; returns at once."""
+        if self._started:
+            return self
+        self._started = True
+        self.repo_map.use_external_index(on_event=self.on_file_event)
+        threading.Thread(target=self._run, name="spark-index", daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        """End the indexer (the child process exits; a thread ends after its file)."""
+        self._send(("stop",))
+        proc = self._proc
+        if proc is not None:
+            try:
+                proc.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                proc.terminate()
+        self._update(mode="stopped")
+
+    def wait(self, timeout: float | None = None, *, what: str = "all") -> bool:
+        """Block until the map ("map") or everything ("all") is indexed; for CLIs, tests
+        and benchmarks (the app never waits)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._changed:
+            while True:
+                s = self._state
+                if (s.map_complete if what == "map" else s.complete) or s.mode in {"failed", "stopped"}:
+                    return s.map_complete if what == "map" else s.complete
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                self._changed.wait(left)
+
+    def snapshot(self) -> IndexSnapshot:
+        return self._state
+
+    @property
+    def dups_ready(self) -> bool:
+        return self._state.dups_complete
+
+    # -- questions and events ----------------------------------------------------------------
+    def on_file_changes(self, changes: Iterable[tuple[str, str]]) -> None:
+        """Forward watcher events (path, kind); the indexer rescans those files."""
+        events = [(p, k) for p, k in changes]
+        if not events:
+            return
+        if self._conn is None:
+            with self._lock:
+                self._early_events.extend(events)
+            return
+        self._send(("events", events))
+
+    def on_file_event(self, rel: str) -> None:
+        """One changed, created or deleted file (the indexer looks at the disk itself)."""
+        self.on_file_changes([(rel, "modified")])
+
+    def check_source(self, source: str, path: str | None = None, *, lines: Iterable[int] | None = None,
+                     timeout: float = CHECK_TIMEOUT_S) -> list:
+        """Duplicate check of new code against the index as built so far (DuplicateMatch
+        list); [] when the indexer is not running or does not answer in time."""
+        if self._conn is None:
+            return []
+        req = next(self._ids)
+        event = threading.Event()
+        box: list[Any] = []
+        self._replies[req] = (event, box)
+        self._send(("check", req, source, path, None if lines is None else sorted(set(lines))))
+        try:
+            if not event.wait(timeout) or not box:
+                return []
+        finally:
+            self._replies.pop(req, None)
+        matches, error = box[0]
+        if error is not None:
+            self._note(f"duplicate check failed: {error}")
+            return []
+        return list(matches or [])
+
+    # -- internals ------------------------------------------------------------------------
+    def _send(self, msg: tuple) -> None:
+        conn = self._conn
+        if conn is None:
+            return
+        try:
+            with self._send_lock:
+                conn.send(msg)
+        except (OSError, EOFError, BrokenPipeError):
+            self._update(mode="failed")
+
+    def _update(self, **changes: Any) -> None:
+        with self._changed:
+            self._state = IndexSnapshot(**{**self._state.__dict__, **changes})
+            self._changed.notify_all()
+
+    def _note(self, text: str) -> None:
+        notes = (self._state.notes + (text,))[-MAX_NOTES:]
+        self._update(notes=notes)
+
+    def _run(self) -> None:
+        from core.indexing.worker import run_indexer
+
+        try:
+            files = list_files(self.root)
+        except Exception as exc:  # noqa: BLE001 -- a tree that cannot be listed: no map
+            self._note(f"cannot list the tree: {exc}")
+            self._update(mode="failed")
+            return
+        self.repo_map.install(files=files, progress=(0, None, False))
+        from core.context.tags import language_for
+
+        sources = sum(1 for rel in files if language_for(rel) is not None)
+        in_process = self.in_process if self.in_process is not None else sources < IN_PROCESS_BELOW
+        args = (str(self.root), files, str(self.cache_path) if self.cache_path else None,
+                self.use_cache)
+        if in_process:
+            parent, child = multiprocessing.Pipe(duplex=True)
+            threading.Thread(target=run_indexer, args=(args[0], child, *args[1:]),
+                             name="spark-indexer", daemon=True).start()
+        else:
+            parent, self._proc = _spawn_child()
+            parent.send(("init", *args))
+        with self._lock:
+            self._conn = parent
+            early, self._early_events = self._early_events, []
+        self._update(mode="thread" if in_process else "process", map_total=sources)
+        if early:
+            self._send(("events", early))
+        self._read(parent)
+
+    def _read(self, conn: Connection) -> None:
+        while True:
+            try:
+                msg = conn.recv()
+            except (OSError, EOFError):
+                if self._state.mode != "stopped":
+                    self._update(mode="failed" if not self._state.complete else "stopped")
+                for event, _box in list(self._replies.values()):
+                    event.set()
+                return
+            kind = msg[0]
+            if kind == "map":
+                _, graph, done, total, complete = msg
+                self.repo_map.install(graph=graph, progress=(done, total, complete))
+                self._update(map_done=done, map_total=total, map_complete=complete)
+            elif kind == "dups":
+                _, done, total, complete = msg
+                self._update(dups_done=done, dups_total=total, dups_complete=complete)
+                if complete and self.on_dups_ready is not None:
+                    self.on_dups_ready()
+            elif kind == "growth":
+                self._update(baseline_lines=msg[1])
+                if self.on_growth is not None:
+                    self.on_growth(msg[1])
+            elif kind == "reply":
+                _, req, matches, error = msg
+                waiting = self._replies.get(req)
+                if waiting is not None:
+                    waiting[1].append((matches, error))
+                    waiting[0].set()
+            elif kind == "note":
+                self._note(msg[1])
+
+
+class RemoteDuplicates:
+    """What a `Workstation` asks of its duplicate index, answered by the indexer.
+
+    File events reach the indexer through the repo map (every path, not only `.py`), so
+    `update_file`/`remove_file` have nothing left to do.
+    """
+
+    def __init__(self, service: IndexService) -> None:
+        self.service = service
+
+    def check_source(self, source: str, path: str | None = None, *,
+                     lines: Iterable[int] | None = None, **_ignored: Any) -> list:
+        return self.service.check_source(source, path, lines=lines)
+
+    def update_file(self, rel_path: str) -> None:
+        """Handled by the repo map's event forwarding."""
+
+    def remove_file(self, rel_path: str) -> None:
+        """Handled by the repo map's event forwarding."""
+
+
+def attach(station: Any, **options: Any) -> IndexService:
+    """Give a `Workstation` a background indexer: its repo map is fed from it, its
+    duplicate checks go to it, its growth meter starts when the tree's lines are counted.
+    Returns the started service (`station.indexes`)."""
+    from core.detectors.growth import GrowthMeter
+
+    service = IndexService(station.root, station.context.repo_map, **options)
+
+    def growth(lines: int) -> None:
+        if station.growth is None:
+            station.growth = GrowthMeter(lines)
+
+    def dups_ready() -> None:
+        station.dups_ready = True
+
+    service.on_growth = growth
+    service.on_dups_ready = dups_ready
+    station.dups = RemoteDuplicates(service)
+    station.indexes = service
+    return service.start()
+
+
+def _spawn_child() -> tuple[Connection, subprocess.Popen]:
+    """Start `python -m core.indexing.worker` on one end of a socket pair.
+
+    A fresh interpreter rather than multiprocessing's spawn: spawn re-imports the parent's
+    main module, which an app launched from a script may not guard. The child exits when
+    the socket closes (the app ended, even by a crash).
+    """
+    import socket
+    import subprocess
+    import sys
+
+    ours, theirs = socket.socketpair()
+    package_root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ)
+    env["PYTHONPATH"] = package_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "core.indexing.worker", str(theirs.fileno())],
+        pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, env=env, close_fds=True)
+    theirs.close()
+    return Connection(ours.detach()), proc

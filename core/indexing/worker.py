@@ -1,0 +1,340 @@
+"""The indexer: builds the repo map and the duplicate index away from the UI's interpreter.
+
+It runs in a child process (a large tree: its CPU never holds the GIL the UI and the
+embedded core need) or, for a small tree, in a thread of the app. Either way it talks to
+`core.indexing.service.IndexService` over one `multiprocessing` connection, and it
+answers between two files, so a duplicate check or a file event never waits for a whole
+build:
+
+    UI -> indexer   ("events", [(path, kind), ...])     files changed on disk
+                    ("check", id, source, path, lines)  duplicate check of new code
+                    ("stop",)
+    indexer -> UI   ("map", MapGraph | None, done, total, complete)
+                    ("dups", done, total, complete)
+                    ("reply", id, matches | None, error | None)
+                    ("note", text)                       e.g. why a cache was rebuilt
+
+Work order: the repo map first (cheap per file, what every request uses), then the
+duplicate index (a full parse per file, needed only once an answer is reviewed). Every
+scan goes through the on-disk cache (`core.indexing.cache`): an unchanged tree loads the
+map's graph in one read and each file's fingerprints without parsing.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from core.context import tags as tagmod
+from core.context.repomap import MAX_SCAN_BYTES, FileFacts, MapGraph, RefVocab, build_graph
+from core.detectors.duplicates import DuplicateIndex, iter_python_files
+from core.detectors.normalize import FunctionUnit
+from core.indexing.cache import CacheError, IndexCache, Stamp, content_hash, tree_key
+
+PROGRESS_EVERY_S = 0.25
+FIRST_MAP_AFTER_S = 0.3  # a partial map goes out this soon, then at doubling file counts
+PARTIAL_MAP_GAP_S = 1.0  # at least this long between two partial maps (each costs a graph build)
+
+
+class Indexer:
+    """One repository's indexes, built and kept current from file events."""
+
+    def __init__(self, root: Path, conn: Connection, files: list[str], *,
+                 cache_path: Path | None = None, use_cache: bool = True) -> None:
+        self.root = Path(root).resolve()
+        self.conn = conn
+        self.files = files
+        self.cache: IndexCache | None = None
+        if use_cache:
+            try:
+                self.cache = IndexCache(self.root, cache_path).open()
+            except CacheError as exc:
+                self.send("note", f"index cache unavailable, indexing without it: {exc}")
+            else:
+                if self.cache.rebuilt:
+                    self.send("note", f"index cache rebuilt: the old one was {self.cache.rebuilt}")
+        self.vocab = RefVocab()
+        self.facts: dict[str, FileFacts] = {}
+        self.stamps: dict[str, tuple[int, int]] = {}
+        self.dups = DuplicateIndex(self.root)
+        self.dups_files = 0
+        self.dups_total = 0
+        self.stopped = False
+
+    # -- messaging ---------------------------------------------------------------------
+    def send(self, *msg: Any) -> None:
+        try:
+            self.conn.send(msg)
+        except (OSError, EOFError, BrokenPipeError):
+            self.stopped = True  # the app is gone
+
+    def serve_pending(self) -> None:
+        """Answer whatever arrived while a file was being scanned (never blocks)."""
+        try:
+            while not self.stopped and self.conn.poll(0):
+                self.handle(self.conn.recv())
+        except (OSError, EOFError):
+            self.stopped = True
+
+    def handle(self, msg: tuple) -> None:
+        kind = msg[0]
+        if kind == "stop":
+            self.stopped = True
+        elif kind == "check":
+            _, req, source, path, lines = msg
+            try:
+                matches = self.dups.check_source(source, path, lines=lines)
+            except Exception as exc:  # noqa: BLE001 -- one bad check must not end the indexer
+                self.send("reply", req, None, f"{type(exc).__name__}: {exc}")
+            else:
+                self.send("reply", req, matches, None)
+        elif kind == "events":
+            self.on_events(msg[1])
+
+    # -- the whole run -------------------------------------------------------------------
+    def run(self) -> None:
+        try:
+            self.build_map()
+            if not self.stopped:
+                from core.detectors.growth import count_tree_lines
+
+                self.send("growth", count_tree_lines(self.root))
+            if not self.stopped:
+                self.build_dups()
+            while not self.stopped:
+                try:
+                    msg = self.conn.recv()
+                except (OSError, EOFError):
+                    break
+                self.handle(msg)
+        finally:
+            if self.cache is not None:
+                self.cache.close()
+
+    # -- repo map ----------------------------------------------------------------------
+    def build_map(self) -> None:
+        sources = [rel for rel in self.files if tagmod.language_for(rel) is not None]
+        for rel in sources:
+            try:
+                st = os.stat(self.root / rel)
+            except OSError:
+                continue
+            self.stamps[rel] = (st.st_mtime_ns, st.st_size)
+        total = len(self.stamps)
+        key = tree_key(self.stamps)
+        if self.cache is not None:
+            graph = self.cache.snapshot("map", key)
+            if isinstance(graph, MapGraph):
+                self.send("map", graph, total, total, True)
+                return
+        cached = self._cached("tags")
+        started = time.perf_counter()
+        next_send = started + FIRST_MAP_AFTER_S
+        next_count = 0
+        for done, rel in enumerate(self.stamps, 1):
+            self._scan_tags(rel, cached.pop(rel, None))
+            now = time.perf_counter()
+            if now >= next_send and done >= next_count and done < total:
+                self.send("map", build_graph(self.facts, self.vocab, exact=True), len(self.facts), total, False)
+                next_count = max(256, done * 2)
+                next_send = time.perf_counter() + PARTIAL_MAP_GAP_S
+            self.serve_pending()
+            if self.stopped:
+                return
+        graph = build_graph(self.facts, self.vocab, exact=True)
+        self.send("map", graph, len(self.facts), total, True)
+        if self.cache is not None:
+            self.cache.forget_missing(set(self.stamps) | set(self._python_files()))
+            self.cache.commit()
+            self.cache.store_snapshot("map", key, graph)
+
+    def _cached(self, column: str) -> dict[str, tuple[Stamp, Any]]:
+        if self.cache is None:
+            return {}
+        return {path: (stamp, obj) for path, stamp, obj in self.cache.iter_column(column)}
+
+    def _scan_tags(self, rel: str, cached: tuple[Stamp, Any] | None) -> bool:
+        """Bring one file's facts up to date; True when they changed."""
+        lang = tagmod.language_for(rel)
+        stamp = self.stamps.get(rel)
+        if lang is None or stamp is None:
+            return self.facts.pop(rel, None) is not None
+        if cached is not None and (cached[0].mtime_ns, cached[0].size) == stamp:
+            tags = _tags_from_cache(cached[1], lang)
+            if tags is not None:
+                self.facts[rel] = FileFacts.of(tags, self.vocab)
+                return True
+        data = _read(self.root / rel, stamp[1])
+        if data is None:
+            return self.facts.pop(rel, None) is not None
+        digest = content_hash(data)
+        if cached is not None and cached[0].digest == digest:
+            tags = _tags_from_cache(cached[1], lang)
+            if tags is not None:
+                self.facts[rel] = FileFacts.of(tags, self.vocab)
+                if self.cache is not None:
+                    self.cache.touch(rel, Stamp(stamp[0], stamp[1], digest))
+                return True
+        try:
+            tags = _exact_tags(lang, data)
+        except Exception:  # noqa: BLE001 -- a grammar that fails must not take the map down
+            return self.facts.pop(rel, None) is not None
+        self.facts[rel] = FileFacts.of(tags, self.vocab)
+        if self.cache is not None:
+            self.cache.put(rel, Stamp(stamp[0], stamp[1], digest), "tags", _tags_to_cache(tags))
+        return True
+
+    # -- duplicate index ---------------------------------------------------------------
+    def _python_files(self) -> list[str]:
+        if not hasattr(self, "_py_files"):
+            self._py_files = list(iter_python_files(self.root))
+        return self._py_files
+
+    def build_dups(self) -> None:
+        files = self._python_files()
+        self.dups_total = len(files)
+        cached = self._cached("units")
+        last = 0.0
+        for done, rel in enumerate(files, 1):
+            self._index_dups(rel, cached.pop(rel, None))
+            self.dups_files = done
+            now = time.perf_counter()
+            if now - last >= PROGRESS_EVERY_S:
+                last = now
+                self.send("dups", done, self.dups_total, False)
+            self.serve_pending()
+            if self.stopped:
+                return
+        self.dups.finish_loading()
+        if self.cache is not None:
+            self.cache.commit()
+        self.send("dups", self.dups_total, self.dups_total, True)
+
+    def _index_dups(self, rel: str, cached: tuple[Stamp, Any] | None) -> None:
+        try:
+            st = os.stat(self.root / rel)
+        except OSError:
+            self.dups.remove_file(rel)
+            return
+        if (cached is not None and (cached[0].mtime_ns, cached[0].size) == (st.st_mtime_ns, st.st_size)
+                and isinstance(cached[1], list) and all(isinstance(u, FunctionUnit) for u in cached[1])):
+            self.dups.add_units(rel, cached[1])
+            return
+        units = self.dups.units_of(rel)
+        self.dups.add_units(rel, units)
+        if self.cache is not None:
+            try:
+                data = (self.root / rel).read_bytes()
+            except OSError:
+                return
+            self.cache.put(rel, Stamp(st.st_mtime_ns, st.st_size, content_hash(data)), "units", units)
+
+    # -- file events -----------------------------------------------------------------------
+    def on_events(self, events: list[tuple[str, str]]) -> None:
+        map_changed = False
+        for path, kind in events:
+            rel = path.replace(os.sep, "/").lstrip("/")
+            full = self.root / rel
+            exists = kind != "deleted" and full.is_file()
+            if tagmod.language_for(rel) is not None:
+                if exists:
+                    st = full.stat()
+                    self.stamps[rel] = (st.st_mtime_ns, st.st_size)
+                else:
+                    self.stamps.pop(rel, None)
+                    if self.cache is not None:
+                        self.cache.forget(rel)
+                map_changed |= self._scan_tags(rel, None)
+            if rel.endswith(".py") and self.dups.file_ok(rel):
+                if exists:
+                    self._index_dups(rel, None)
+                else:
+                    self.dups.remove_file(rel)
+        if map_changed:
+            graph = build_graph(self.facts, self.vocab, exact=True)
+            self.send("map", graph, len(self.facts), len(self.stamps), True)
+            if self.cache is not None:
+                self.cache.store_snapshot("map", tree_key(self.stamps), graph)
+        elif self.cache is not None:
+            self.cache.commit()
+
+
+def _exact_tags(lang: str, data: bytes) -> tagmod.FileTags:
+    """A file's tags with exact one-line signatures (Python: parsed with `ast` here, once,
+    so rendering the map never reads a file on the request path); definitions whose
+    header does not parse (a `def` inside a string) are left out, as the map would."""
+    tags = tagmod.scan_source(lang, data)
+    if lang != "python":
+        return tags
+    sigs = tagmod.python_signatures(data.decode("utf-8", "replace"), tags.defs)
+    return tagmod.FileTags(lang, tuple(sigs[d.line] for d in tags.defs if d.line in sigs), tags.refs)
+
+
+def _read(path: Path, size: int) -> bytes | None:
+    if size > MAX_SCAN_BYTES:
+        return None
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    return None if b"\0" in data[:8192] else data
+
+
+def _tags_to_cache(tags: tagmod.FileTags) -> tuple:
+    """A compact, fast-to-load form: the references as one newline-joined bytes blob."""
+    return (tags.lang, tags.defs, b"\n".join(sorted(tags.refs)))
+
+
+def _tags_from_cache(obj: Any, lang: str) -> tagmod.FileTags | None:
+    try:
+        cached_lang, defs, refs = obj
+        if cached_lang != lang or not isinstance(refs, bytes):
+            return None
+        return tagmod.FileTags(lang=lang, defs=tuple(tagmod.Definition(*d) for d in defs),
+                               refs=frozenset(refs.split(b"\n")) if refs else frozenset())
+    except (TypeError, ValueError):
+        return None
+
+
+def run_indexer(root: str, conn: Connection, files: list[str], cache_path: str | None,
+                use_cache: bool, on_exit: Callable[[], None] | None = None) -> None:
+    """Entry point of the child process (or thread)."""
+    try:
+        Indexer(Path(root), conn, files, cache_path=Path(cache_path) if cache_path else None,
+                use_cache=use_cache).run()
+    except Exception as exc:  # noqa: BLE001 -- tell the app instead of dying silently
+        try:
+            conn.send(("note", f"indexer failed: {type(exc).__name__}: {exc}"))
+        except (OSError, EOFError):
+            pass
+    finally:
+        if on_exit is not None:
+            on_exit()
+
+
+def _main(argv: list[str]) -> int:
+    """`python -m core.indexing.worker FD`: the child process the service starts."""
+    conn = Connection(int(argv[1]))
+    try:
+        os.nice(5)  # the UI wins a contended CPU
+    except (AttributeError, OSError):
+        pass
+    try:
+        msg = conn.recv()
+    except (OSError, EOFError):
+        return 0
+    if msg[0] != "init":
+        return 2
+    _, root, files, cache_path, use_cache = msg
+    run_indexer(root, conn, files, cache_path, use_cache)
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(_main(sys.argv))
