@@ -202,6 +202,7 @@ class _Block:
     after_close: list[tuple[int, str]] | None = None
     # a second ======= line in REPLACE: a slip if >>>>>>> REPLACE comes right after it
     extra_divider: tuple[int, str] | None = None
+    extra_blank: int = 0
 
 
 @dataclass
@@ -544,11 +545,14 @@ class StreamingParser:
             else:
                 b.search.append(line)
             return []
-        if b.extra_divider is not None:  # it was not right before >>>>>>> REPLACE
-            no, divider = b.extra_divider
+        if b.extra_divider is not None:
+            if not line.strip():
+                b.extra_blank += 1  # blank lines between it and >>>>>>> REPLACE: still a slip
+                return []
+            no, divider = b.extra_divider  # it was not right before >>>>>>> REPLACE
             b.extra_divider = None
             b.broken = b.broken or f"line {no}: a second ======= line"
-            b.replace.append(divider)
+            b.replace.extend([divider] + [""] * b.extra_blank)
         if DIVIDER_RE.match(line):
             if not b.replace:
                 # a doubled divider is a common model slip; the replacement starts after it

@@ -413,6 +413,8 @@ def test_a_second_divider_right_before_replace_is_a_slip():
     text = "a.py\n```python\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n=======\n>>>>>>> REPLACE\n```\n"
     edits, errors, _ = _parse(text)
     assert errors == [] and [(e.search, e.replace) for e in edits] == [("x = 1\n", "x = 2\n")]
+    edits, errors, _ = _parse(text.replace("=======\n>>>", "=======\n\n>>>"))
+    assert errors == [] and [(e.search, e.replace) for e in edits] == [("x = 1\n", "x = 2\n")]
     # anywhere else it still makes the block malformed
     text = "a.py\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n=======\ny\n>>>>>>> REPLACE\n"
     edits, errors, _ = _parse(text)
