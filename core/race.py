@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.session import StreamStats
+from core.answer import StreamStats
 
 FINISHED_OK = ("stop", "length")
 

@@ -1,8 +1,13 @@
 """The sparkstation workstation: prompt, streaming diff, one-key decisions, status.
 
-The app holds no business logic: `core.session` parses, diffs and reviews, the core client
-streams, the workspace writes. The app wires them to widgets and keys, paints at most once
-per frame, and runs diffing, detectors and disk work off the UI loop.
+The app holds no business logic: `core.loop.stream_answer` streams and parses an answer,
+`core.workstation.Workstation` decides, checks, writes, undoes and records, the answer
+(`core.answer.AnswerRun`) holds each hunk's state. The app wires them to widgets and keys,
+paints at most once per frame, and runs diffing, detectors and disk work off the UI loop.
+
+Two modes, as in lazygit, tig or vim (docs/workstation.md): PROMPT (the input has focus;
+keys type) and REVIEW (the diff has focus; single letters act on hunks). The mode label on
+the status bar, the footer's keys and the focused area change together.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import inspect
+import logging
 import time
 from pathlib import Path
 
@@ -19,8 +25,12 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import Footer, Input
+from textual.worker import Worker, WorkerState
 
-from core.session import AnswerRun, Review, Workstation
+from core.answer import AnswerRun, HunkState, remedy_for
+from core.loop import Finished, Progress, Started, Steered, stream_answer
+from core.review import Review, Verdict
+from core.workstation import Workstation
 from themes import DEFAULT_THEME, register_themes
 from tui.palette import WorkstationCommands
 from tui.screens.help import HelpScreen
@@ -29,6 +39,7 @@ from tui.widgets.side_panel import SidePanel
 from tui.widgets.status import StatusBar
 
 FRAME_S = 1 / 120
+log = logging.getLogger(__name__)
 
 
 class SparkApp(App):
@@ -41,19 +52,14 @@ class SparkApp(App):
     #main { height: 1fr; }
     #prompt { dock: bottom; }
     StatusBar { height: 1; background: $panel; }
+    ToastRack { align: right top; margin-top: 1; }
+    Toast { width: auto; max-width: 46; padding: 0 1; }
     """
 
     # Every binding has an id so `[ui.keys]` in the config can rebind it (Textual keymaps).
+    # The single-letter hunk keys live on the DiffView: they exist only in REVIEW mode.
     BINDINGS = [
-        Binding("a", "accept", "Accept", id="accept"),
-        Binding("r", "reject", "Reject", id="reject"),
-        Binding("A", "accept_all", "Accept all", id="accept_all"),
-        Binding("R", "reject_all", "Reject all", id="reject_all"),
-        Binding("x", "reject_with_reason", "Reject, say why", id="reject_with_reason"),
-        Binding("b", "ask_base", "Re-ask Base", id="ask_base"),
-        Binding("j", "next_hunk", "Next hunk", id="next_hunk"),
-        Binding("k", "prev_hunk", "Prev hunk", id="prev_hunk"),
-        Binding("escape", "cancel", "Stop stream", id="cancel"),
+        Binding("escape", "escape", "Back / stop", id="cancel"),
         Binding("ctrl+l", "toggle_profile", "Spark/Base", id="toggle_profile", priority=True),
         Binding("ctrl+r", "race", "Race", id="race", priority=True),
         Binding("ctrl+n", "fresh_context", "Fresh context", id="fresh_context", priority=True),
@@ -63,8 +69,8 @@ class SparkApp(App):
         Binding("ctrl+t", "report", "Report", id="report", priority=True),
         Binding("ctrl+f", "pick_files", "Add files", id="pick_files", priority=True),
         Binding("ctrl+o", "add_mentioned", "Add mentioned files", id="add_mentioned", priority=True),
-        Binding("question_mark", "help", "Help", id="help"),
         Binding("f1", "help", "Help", id="help_f1", show=False, priority=True),
+        Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
     ]
 
     def __init__(self, root: Path, core_url: str, *, profile: str = "spark", theme: str | None = None,
@@ -90,8 +96,10 @@ class SparkApp(App):
         self._stop_watch = asyncio.Event()
         self._offered: tuple[str, list[str]] | None = None
         self._pending_redirects: list[str] = []
-        self._confirmed: set[str] = set()  # hunks whose secret/sensitive warning was seen once
         self._own_writes: dict[str, float] = {}  # path -> when we wrote it (the watcher sees it too)
+        self._check_warned: dict[str, list[str]] = {}  # request id -> problems the user was warned of
+        self._prose_expanded = False
+        self._theme_ready = False  # the start-up theme is not a user's choice to remember
         self.settled = True  # False from a prompt until its answer is fully shown (tests wait on it)
         register_themes(self)
         self.theme = theme or DEFAULT_THEME
@@ -115,6 +123,7 @@ class SparkApp(App):
         gc.freeze()
         gc.set_threshold(20_000, 20, 50)
         self.query_one(StatusBar).profile = self.profile
+        self.watch(self.screen, "focused", self._focus_changed)
         self.query_one("#prompt", Input).focus()
         self.set_interval(FRAME_S, self._paint)
         self._connect()
@@ -125,14 +134,68 @@ class SparkApp(App):
             except Exception as exc:
                 self.notify(str(exc), severity="error", timeout=10)
         self._watch()
+        self._theme_ready = True
 
     def watch_theme(self, theme: str) -> None:
         from core.ui_config import remember_theme
 
-        if self.is_mounted:  # a switch made by the user, not the start-up choice
+        if self._theme_ready:  # a switch made by the user, not the start-up choice
             remember_theme(theme)
 
-    @work(exclusive=True, group="connect")
+    # -- modes -------------------------------------------------------------------------------
+    def _focus_changed(self, focused) -> None:
+        """The mode follows the focus: the label and the footer change with it."""
+        if self.screen is not self.screen_stack[0]:
+            return
+        self.query_one(StatusBar).mode = "review" if isinstance(focused, DiffView) else "prompt"
+
+    @property
+    def mode(self) -> str:
+        """"review" while the diff has focus (single letters act on hunks), else "prompt"."""
+        return "review" if isinstance(self.focused, DiffView) else "prompt"
+
+    def _to_review(self) -> None:
+        self.query_one(DiffView).focus()
+
+    def _to_prompt(self, text: str = "") -> None:
+        prompt = self.query_one("#prompt", Input)
+        prompt.focus()
+        if text:
+            prompt.insert_text_at_cursor(text)
+
+    def action_focus_prompt(self) -> None:
+        self._to_prompt()
+
+    def action_slash_prompt(self) -> None:
+        self._to_prompt("/")
+
+    async def action_escape(self) -> None:
+        """While an answer streams: stop it. Otherwise, from the prompt: back to the review."""
+        if self._stream is not None:
+            await self._stream.cancel()
+        elif isinstance(self.focused, Input) and self.answer is not None:
+            self._to_review()
+
+    # -- worker failures: one handler --------------------------------------------------------
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A worker that raised ends its own job, never the app (no WorkerFailed exit)."""
+        if event.state is not WorkerState.ERROR:
+            return
+        worker = event.worker
+        error = worker.error
+        log.error("worker %s failed: %r", worker.name, error)
+        self.notify(f"{worker.group or worker.name} failed: {type(error).__name__}: {error}",
+                    severity="error", timeout=10)
+        if worker.group in ("answer", "rebuild"):
+            run = self.answer
+            if run is not None and not run.finished:
+                run.finish("error", f"{type(error).__name__}: {error}", "internal")
+            self._stream = None
+            if run is not None:
+                self._after_stream(run)
+        self.settled = True
+
+    @work(exclusive=True, group="connect", exit_on_error=False)
     async def _connect(self) -> None:
         from core.client import CoreClient
 
@@ -159,11 +222,11 @@ class SparkApp(App):
             if inspect.isawaitable(result):
                 await result
 
-    @work(thread=True, group="index")
+    @work(thread=True, group="index", exit_on_error=False)
     def _build_indexes(self) -> None:
         self.station.build_indexes()
 
-    @work(group="watch")
+    @work(group="watch", exit_on_error=False)
     async def _watch(self) -> None:
         """Changes made in another editor show up at once; proposals they touch are re-checked."""
         from core.workspace.watch import watch_tree
@@ -180,12 +243,13 @@ class SparkApp(App):
                 self._start_answer(instruction)
 
     async def _recheck_staleness(self) -> None:
+        """Per-hunk staleness from the proposal: a hunk that no longer places is marked stale
+        (or refused, if it was accepted) with the reason, in the diff."""
         run = self.answer
-        if run is None or run.proposal is None or run.applied:
+        if run is None or run.proposal is None or run.applied or not run.finished:
             return
-        status = await asyncio.to_thread(run.proposal.status, self.workspace)
-        run.file_status = status
-        self._sync_diff()
+        if await asyncio.to_thread(self.station.recheck, run) and run is self.answer:
+            self._sync_diff()
 
     # -- prompt -> stream --------------------------------------------------------------------
     @on(Input.Submitted, "#prompt")
@@ -198,6 +262,7 @@ class SparkApp(App):
             self._pending_redirects.append(prompt)  # the parser restarts when the core says "steered"
             await self._stream.steer(prompt)
             self.notify(f"steering: {prompt}")
+            self._to_review()  # the next keys act on the answer again, not in the prompt
             return
         if prompt.startswith("/"):
             event.input.value = ""
@@ -269,59 +334,81 @@ class SparkApp(App):
         diff.set_notes(Text(result.text, style="" if result.ok else "red"))
         self._update_context_meter()
 
-    @work(exclusive=True, group="answer")
+    @work(exclusive=True, group="answer", exit_on_error=False)
     async def _start_answer(self, prompt: str) -> None:
-        from core.client import Info
+        from core.context.prompt import ContextError
 
         self.last_prompt = prompt
         run = AnswerRun(self.workspace, prompt, self.profile)
-        self.answer, self.review, self.settled = run, None, False
-        diff = self.query_one(DiffView)
-        diff.reset(Text(f"> {prompt}", style="bold"))
-        diff.focus()
-        diff.typeahead = True
+        self._show_new_answer(run)
         status = self.query_one(StatusBar)
-        status.streaming, status.tokens, status.note = True, 0, ""
-        error = None
+        status.streaming = True
+        diff = self.query_one(DiffView)
+        diff.typeahead = True
         try:
-            messages, answer_budget = await asyncio.to_thread(self.station.request, run)
-            self._update_context_meter()
-            self._stream = await self.client.generate(self.profile, messages, max_tokens=answer_budget)
-            async for event in self._stream:
-                if isinstance(event, Info):
-                    if event.event == "steered" and self._pending_redirects:
-                        run.steered(self._pending_redirects.pop(0))
-                    continue
-                if run.feed(event.text, event.tokens):
-                    self._request_rebuild()
-                self._dirty = True
-            done = self._stream.done
-            run.source = done.source if done else None
-            run.usage = done.usage if done else None
-            run.finish(done.reason if done else None)
-        except Exception as exc:  # a stream error ends this answer only
-            error = str(exc)
-            run.finish("error", error)
+            try:
+                messages, answer_budget = await asyncio.to_thread(self.station.request, run)
+            except ContextError as exc:
+                run.finish("error", str(exc), "context_overflow")
+            else:
+                self._update_context_meter()
+                async for update in stream_answer(self.client, run, messages, max_tokens=answer_budget,
+                                                  next_redirect=self._next_redirect):
+                    if isinstance(update, Started):
+                        self._stream = update.stream
+                    elif isinstance(update, Progress) and update.completed:
+                        self._request_rebuild()
+                    elif isinstance(update, Steered):
+                        diff.set_notes(self._transcript(run))
+                    elif isinstance(update, Finished):
+                        break
+                    self._dirty = True
         finally:
             self._stream = None
-            self.query_one(DiffView).typeahead = False
+            diff.typeahead = False
+            status.streaming = False
+        await self._finish_answer(run)
+
+    def _next_redirect(self) -> str | None:
+        return self._pending_redirects.pop(0) if self._pending_redirects else None
+
+    def _show_new_answer(self, run: AnswerRun) -> None:
+        """A fresh answer: its own hunks, counts and timing from zero (nothing of the last)."""
+        self.answer, self.review, self.settled = run, None, False
+        self._prose_expanded = False
+        diff = self.query_one(DiffView)
+        diff.reset(self._transcript(run))
+        diff.hunk_keys = False
+        self._to_review()
+        status = self.query_one(StatusBar)
+        status.tokens, status.tokens_per_s, status.ttft_ms, status.note = 0, None, None, ""
+
+    async def _finish_answer(self, run: AnswerRun, *, timing_recorded: bool = False) -> None:
+        """The answer's stream ended: final diff and review, then the one record of it."""
         await self._rebuild_now()
         self._dirty = True
         self._paint()
-        status.streaming = False
-        if error:
-            self.notify(f"stream failed: {error}", severity="error", timeout=8)
+        if run.error:
+            self.notify(f"stream failed: {run.error}", severity="error", timeout=8)
         profile = self._profile_info(run.profile)
-        await asyncio.to_thread(self.station.answer_finished, run, self.review,
-                                chip=profile.get("chip"), model=profile.get("model"))
+        await asyncio.to_thread(self.station.answer_finished, run, self.review, chip=profile.get("chip"),
+                                model=profile.get("model"), timing_recorded=timing_recorded)
         self._update_context_meter()
-        self._after_stream(run)
+        if run is self.answer:
+            self._after_stream(run)
 
-    def _after_stream(self, run: AnswerRun) -> None:
-        diff = self.query_one(DiffView)
+    def _transcript(self, run: AnswerRun) -> Text:
+        """The prompt, where the answer came from, and every steer, as the user sent them."""
         notes = Text(f"> {run.prompt}", style="bold")
         if run.origin:
             notes.append(f"  ({run.origin})", style="dim")
+        for redirect in run.redirects:
+            notes.append(f"\n  ↳ steered: {redirect}", style="bold cyan")
+        return notes
+
+    def _after_stream(self, run: AnswerRun) -> None:
+        diff = self.query_one(DiffView)
+        notes = self._transcript(run)
         if run.reason == "cancelled":
             notes.append("\nstopped: the hunks completed so far can still be decided", style="yellow")
         if run.source and run.source.get("backend") == "replay":
@@ -329,35 +416,47 @@ class SparkApp(App):
         for err in run.parse_errors:
             notes.append(f"\n! {getattr(err, 'message', err)}", style="red")
         if run.proposal:
-            for err in run.proposal.errors:
-                notes.append(f"\n! {err.path}: {err.message}", style="red")
-        if not run.hunks:
+            for perr in run.proposal.errors:
+                notes.append(f"\n! {perr.path}: {perr.message}", style="red")
+        if run.error:
+            notes.append(f"\nerror [{run.error_code or 'error'}]: the stream failed: {run.error}", style="bold red")
+            notes.append(f"\nwhat to do: {remedy_for(run.error_code)}", style="yellow")
+            if run.hunks:
+                notes.append(f"\n{len(run.hunks)} hunk(s) arrived before the failure and can be decided",
+                             style="dim")
+        elif not run.hunks:
             notes.append("\nThe answer proposes no change.", style="yellow")
-            self.query_one("#prompt", Input).focus()
-        else:
-            notes.append(f"\n{len(run.hunks)} hunk(s): a accept, r reject, A/R all, j/k move", style="dim")
-            diff.select(0)
+        if run.hunks:
+            notes.append(f"\n{len(run.hunks)} hunk(s): a accept, r reject, A/R all, j/k move, "
+                         "Enter or i to type", style="dim")
         diff.set_notes(notes)
+        diff.set_prose(run.prose, self._prose_expanded)
+        self._sync_diff()
+        if run.open:
+            diff.select(run.hunks.index(run.hunk(run.open[0])))
+            self._to_review()
+        else:
+            self._to_prompt()
         self._update_session_status()
         self.settled = True
 
     @on(DiffView.TypeAhead)
     def _type_ahead(self, message: DiffView.TypeAhead) -> None:
-        prompt = self.query_one("#prompt", Input)
-        prompt.focus()
-        prompt.insert_text_at_cursor(message.character)
+        self._to_prompt(message.character)
 
     def _request_rebuild(self) -> None:
         self._rebuild_needed = True
         if not self._rebuilding:
             self._rebuild_worker()
 
-    @work(group="rebuild")
+    @work(group="rebuild", exit_on_error=False)
     async def _rebuild_worker(self) -> None:
         await self._rebuild_now()
 
     async def _rebuild_now(self) -> None:
-        """Re-diff and review the completed edits off the UI loop; coalesces requests."""
+        """Re-diff and review the completed edits off the UI loop; coalesces requests.
+
+        A detector that raises costs the review of this answer, not the app."""
         run = self.answer
         if run is None:
             return
@@ -369,31 +468,52 @@ class SparkApp(App):
             while self._rebuild_needed:
                 self._rebuild_needed = False
                 await asyncio.to_thread(run.rebuild_proposal)
-                review = await asyncio.to_thread(self.station.review, run)
+                try:
+                    review = await asyncio.to_thread(self.station.review, run)
+                except Exception as exc:  # noqa: BLE001 - see the docstring
+                    log.exception("review failed")
+                    self.notify(f"review failed: {type(exc).__name__}: {exc}", severity="warning")
+                    review = Review()
                 if run is self.answer:
                     self.review = review
-            self._sync_diff()
+            if run is self.answer:
+                self._sync_diff()
         finally:
             self._rebuilding = False
 
     def _sync_diff(self) -> None:
+        """Draw each hunk's state as the answer holds it, and the counts on the status bar."""
         run = self.answer
         if run is None:
             return
-        states = dict(run.decisions)
-        stale_files = {p for p, s in getattr(run, "file_status", {}).items() if s == "stale"}
-        if stale_files and not run.applied:
-            for hunk in run.hunks:
-                if hunk.path in stale_files and states.get(hunk.id) == "proposed":
-                    states[hunk.id] = "stale"
+        diff = self.query_one(DiffView)
+        states = {hid: state.value for hid, state in run.states().items()}
         badges = self.review.badges() if self.review else {}
         self.station.hunks_shown(run)
-        self.query_one(DiffView).sync(run.hunks, states, badges, run.hunk_context())
+        diff.sync(run.hunks, states, badges, run.hunk_context(), run.reasons)
+        diff.hunk_keys = bool(run.open) or run.request_id in self._check_warned
         self.query_one(SidePanel).set_findings(
             [(f.severity, f.message) for f in (self.review.findings if self.review else [])])
+        self.query_one(StatusBar).note = self._status_note(run)
+
+    @staticmethod
+    def _status_note(run: AnswerRun) -> str:
+        """This answer's counts: "accepted" only for hunks whose lines are on disk."""
+        if not run.hunks:
+            return ""
+        c = run.counts()
+        parts = [f"{c['written']} accepted", f"{c['rejected']} rejected"]
+        if c["chosen"]:
+            parts.append(f"{c['chosen']} to write")
+        if c["refused"]:
+            parts.append(f"{c['refused']} refused")
+        undecided = c["undecided"] + c["stale"]
+        if undecided:
+            parts.append(f"{undecided} open")
+        return ", ".join(parts)
 
     def _paint(self) -> None:
-        """At most once per frame: the pending block and the live numbers."""
+        """At most once per frame: the pending block and the live numbers of the answer shown."""
         if not self._dirty or self.answer is None:
             return
         self._dirty = False
@@ -412,7 +532,9 @@ class SparkApp(App):
         growth = self.station.growth
         if growth is not None and growth.added:
             parts.append(f"growth +{growth.added} ({growth.state.share:.1%})")
-        self.query_one(StatusBar).extra = "  ".join(parts)
+        status = self.query_one(StatusBar)
+        status.extra = "  ".join(parts)
+        status.unread = self.station.unread_accepts
 
     # -- decisions ---------------------------------------------------------------------------
     def _decide(self, accept: bool, everything: bool = False, reason: str | None = None) -> None:
@@ -420,67 +542,99 @@ class SparkApp(App):
         if run is None or not run.finished or not run.hunks or run.applied:
             return
         diff = self.query_one(DiffView)
-        targets = run.undecided if everything else [diff.current_id] if diff.current_id else []
-        by_id = {h.id: h for h in run.hunks}
-        too_fast = []
-        for hunk_id in targets:
-            if run.state_of(hunk_id) != "proposed":
-                continue
-            unread = False
-            if accept:
-                gate = self.review.gate(hunk_id) if self.review else None
-                if gate is not None and gate[0] == "block":
-                    self.notify(f"{gate[1]} (b re-asks the deep profile)", severity="error", timeout=8)
-                    self._sync_diff()
-                    return
-                if gate is not None and hunk_id not in self._confirmed:
-                    self._confirmed.add(hunk_id)
-                    self.notify(f"{gate[1]}: press again to accept anyway, b re-asks the deep profile",
-                                severity="warning", timeout=8)
-                    self._sync_diff()
-                    return
-                # Review-dwell guard: an accept faster than reading asks once, then counts unread.
-                verdict = self.station.check_accept(hunk_id)
-                if not verdict.ok:
-                    too_fast.append((hunk_id, verdict))
-                    continue
-                unread = verdict.unread
-            run.decide(hunk_id, accept)
-            self.station.decided(run, by_id[hunk_id], accept, unread=unread, reason=reason)
-        if too_fast:
-            hunk_id, verdict = too_fast[0]
-            diff.select([h.id for h in run.hunks].index(hunk_id))
-            self.notify(f"{len(too_fast)} hunk(s) on screen {verdict.dwelt_s:.1f} s, reading takes "
-                        f"~{verdict.needed_s:.1f} s: press again to accept unread", severity="warning")
+        if everything:
+            targets = run.undecided if accept else run.open  # A leaves refused hunks to r
+        else:
+            targets = [diff.current_id] if diff.current_id else []
+        outcome = self.station.decide(run, targets, accept, self.review, reason=reason)
+        self._check_warned.pop(run.request_id, None)
+        if outcome.held is not None and outcome.held_id is not None:
+            diff.select(run.hunks.index(run.hunk(outcome.held_id)))
+            severity = "error" if outcome.held.verdict is Verdict.BLOCK else "warning"
+            self.notify(outcome.held.message, severity=severity, timeout=8)
         self._sync_diff()
-        self.query_one(StatusBar).unread = self.station.dwell.unread_accepts
-        undecided = run.undecided
-        if undecided:
-            diff.select([h.id for h in run.hunks].index(undecided[0]))
+        self._update_session_status()
+        if outcome.held is not None:
             return
-        self.query_one("#prompt", Input).focus()  # decided: the next request can be typed at once
-        self._apply(run)
+        if run.open:
+            refused = [hid for hid in run.open if run.state(hid) is HunkState.REFUSED]
+            if refused and not run.undecided:
+                self.notify("nothing of this answer is written while a hunk is refused: "
+                            "r rejects it (the reason is on the hunk)", severity="warning", timeout=8)
+            diff.select(run.hunks.index(run.hunk(run.open[0])))
+            return
+        self._check_then_write(run)
 
-    @work(exclusive=True, group="apply")
-    async def _apply(self, run: AnswerRun) -> None:
-        accepted = len(run.accepted)
+    @work(exclusive=True, group="apply", exit_on_error=False)
+    async def _check_then_write(self, run: AnswerRun, force: bool = False) -> None:
+        """Before writing an accepted subset, check it cheaply; warn when it breaks what the
+        whole answer did not, with one key (w) to write anyway."""
+        if not force:
+            problems = await asyncio.to_thread(self.station.check_subset, run)
+            if problems:
+                self._check_warned[run.request_id] = problems
+                notes = self._transcript(run)
+                notes.append("\nwriting only the accepted hunks breaks what the whole answer did not:",
+                             style="bold yellow")
+                for problem in problems[:6]:
+                    notes.append(f"\n  {problem}", style="yellow")
+                notes.append("\nw writes anyway, e reopens the decisions", style="bold")
+                self.query_one(DiffView).set_notes(notes)
+                self.notify("check before writing found problems: w writes anyway, e reopens",
+                            severity="warning", timeout=8)
+                self._sync_diff()
+                self._to_review()
+                return
+        self._check_warned.pop(run.request_id, None)
+        await self._write(run)
+
+    async def _write(self, run: AnswerRun) -> None:
         now = time.monotonic()  # before writing: the watcher reports our own writes quickly
-        self._own_writes.update({h.path: now for h in run.hunks if h.id in run.accepted})
+        self._own_writes.update({h.path: now for h in run.hunks if h.id in run.chosen})
         try:
-            result = await asyncio.to_thread(run.apply)
-        except Exception as exc:
+            result = await asyncio.to_thread(self.station.write, run)
+        except Exception as exc:  # noqa: BLE001 - shown; the hunks stay as they were
             self.notify(f"nothing written: {exc}", severity="error", timeout=10)
             return
-        self.station.applied(run, result)
-        self._update_session_status()
+        written = [h for h in run.hunks if run.state(h.id) is HunkState.WRITTEN]
         if result.written:
-            self.notify(f"wrote {', '.join(result.written)}")
-        for err in result.refused:
-            self.notify(f"refused {err.path}: {err.message}", severity="error", timeout=10)
-        note = f"{accepted} accepted, {len(run.hunks) - accepted} rejected"
-        self.query_one(StatusBar).note = note
-        self._sync_diff()
-        self.query_one("#prompt", Input).focus()
+            commit = f" (commit {result.commit[:8]})" if result.commit else ""
+            self.notify(f"wrote {len(written)} hunk(s) to {', '.join(result.written)}{commit}")
+        refused = [h for h in run.hunks if run.state(h.id) is HunkState.REFUSED]
+        if refused:
+            files = sorted({h.path for h in refused})
+            what = f"wrote {', '.join(result.written)}; " if result.written else "nothing of this answer was written: "
+            self.notify(f"{what}refused {', '.join(files)} (the reason is on the hunk; r rejects it)",
+                        severity="error", timeout=10)
+        if run is self.answer:
+            self._sync_diff()
+            self._update_session_status()
+            if run.open:
+                self.query_one(DiffView).select(run.hunks.index(run.hunk(run.open[0])))
+                self._to_review()
+            else:
+                self._to_prompt()  # decided: the next request can be typed at once
+
+    def action_write_anyway(self) -> None:
+        run = self.answer
+        if run is not None and run.request_id in self._check_warned:
+            self._check_then_write(run, force=True)
+
+    def action_reopen(self) -> None:
+        """After the check's warning: every decision of this answer open again."""
+        run = self.answer
+        if run is None or run.request_id not in self._check_warned or run.applied:
+            return
+        self._check_warned.pop(run.request_id, None)
+        for hunk_id in run.ids_in(HunkState.CHOSEN, HunkState.REJECTED):
+            run.reopen(hunk_id)
+        self._after_stream(run)
+
+    def action_toggle_prose(self) -> None:
+        run = self.answer
+        if run is not None:
+            self._prose_expanded = not self._prose_expanded
+            self.query_one(DiffView).set_prose(run.prose, self._prose_expanded)
 
     def action_accept(self) -> None:
         self._decide(True)
@@ -549,13 +703,16 @@ class SparkApp(App):
         self.push_screen(HelpScreen(rows))
 
     def _active_bindings(self):
-        """The app's bindings as currently bound (keymap overrides applied), one per action."""
+        """Every key of both modes as currently bound (keymap overrides applied), one row per
+        action: the review's letters (on the diff) and the app's keys."""
         by_action: dict[str, list[str]] = {}
         first: dict[str, object] = {}
-        for key, binding in self._bindings:
+        diff = self.query_one(DiffView)
+        for key, binding in [*diff._bindings, *self._bindings]:
             if binding.description:
-                by_action.setdefault(binding.action, []).append(key)
-                first.setdefault(binding.action, binding)
+                action = binding.action.removeprefix("app.")
+                by_action.setdefault(action, []).append(key)
+                first.setdefault(action, binding)
         return [(",".join(keys), first[action]) for action, keys in by_action.items()]
 
     def action_fresh_context(self) -> None:
@@ -582,25 +739,37 @@ class SparkApp(App):
         if state.new_warning:
             self.notify(f"{state.warning} (ctrl+n: fresh context)", severity="warning", timeout=10)
 
-    @work(exclusive=True, group="apply")
+    @work(exclusive=True, group="apply", exit_on_error=False)
     async def action_undo(self) -> None:
-        from core.workspace.changes import undo_last
-
+        """Undo the last accepted change; say exactly which files came back and which did not
+        (and why); the hunks it wrote go back to undecided, with the status bar and record."""
         try:
-            result = await asyncio.to_thread(undo_last, self.workspace)
-        except Exception as exc:
+            outcome = await asyncio.to_thread(self.station.undo)
+        except Exception as exc:  # noqa: BLE001 - shown; nothing changed
             self.notify(f"undo failed, nothing changed: {exc}", severity="error", timeout=10)
             return
-        if getattr(result, "change_id", None) is None:
+        if not outcome.found:
             self.notify("nothing to undo")
             return
-        self.notify(f"undid the last accepted change ({', '.join(getattr(result, 'written', []) or [])})")
+        not_restored = "; ".join(why for _path, why in outcome.refused)
+        if outcome.restored:
+            message = f"undid the last accepted change: restored {', '.join(outcome.restored)}"
+            if not_restored:
+                message += f"; NOT restored: {not_restored}"
+            self.notify(message, severity="warning" if not_restored else "information", timeout=10)
+        else:
+            self.notify(f"could not undo: {not_restored or 'nothing could be restored'}",
+                        severity="error", timeout=10)
+        run = self.answer
+        if run is not None and outcome.run is run:
+            self._after_stream(run)
+        self._update_session_status()
 
     async def action_variations(self) -> None:
         """N answers to one prompt side by side; a digit takes one into the main loop."""
         from tui.screens.variations import open_variations
 
-        prompt = self._take_prompt()
+        prompt = await self._take_prompt()
         if prompt is not None:
             await open_variations(self, prompt)
 
@@ -615,10 +784,22 @@ class SparkApp(App):
 
         self.push_screen(ReportScreen(self.root, self.station.recorder.session_id))
 
-    def _take_prompt(self) -> str | None:
+    async def _prompt_text(self) -> str:
+        """The prompt's full text: the keys typed before this one are read first (a priority
+        key is handled before the Input has processed the letters queued ahead of it)."""
+        prompt_input = self.query_one("#prompt", Input)
+        drained = asyncio.get_running_loop().create_future()
+        prompt_input.call_later(lambda: drained.done() or drained.set_result(None))
+        try:
+            await asyncio.wait_for(drained, 1.0)
+        except TimeoutError:
+            pass
+        return prompt_input.value
+
+    async def _take_prompt(self) -> str | None:
         """The typed prompt (or the last one) for a screen that sends it itself."""
         prompt_input = self.query_one("#prompt", Input)
-        prompt = prompt_input.value.strip() or self.last_prompt
+        prompt = (await self._prompt_text()).strip() or self.last_prompt
         if not prompt or self.client is None:
             self.notify("type a prompt first", severity="warning")
             return None
@@ -632,8 +813,8 @@ class SparkApp(App):
         """Same prompt to Spark and Base side by side; the answer taken lands in the main loop."""
         from tui.screens.race import RaceScreen
 
-        prompt = prompt or self._take_prompt()
-        if prompt is None:
+        prompt = prompt or await self._take_prompt()
+        if prompt is None or self.client is None:
             return
         names = [p["name"] for p in self.client.profiles]
         pair = ("spark", "base") if {"spark", "base"} <= set(names) else tuple(names[:2])
@@ -647,42 +828,40 @@ class SparkApp(App):
         if result is not None:
             self._adopt_answer(result.profile, result.prompt, result.text, result.stats, kind="race")
 
-    @work(exclusive=True, group="answer")
+    @work(exclusive=True, group="answer", exit_on_error=False)
     async def _adopt_answer(self, profile: str, prompt: str, text: str, stats=None, *,
-                            kind: str | None = None) -> None:
-        """Load an answer produced elsewhere (race, variations) into the accept/reject loop.
+                            kind: str = "chat", request_id: str | None = None,
+                            timing_recorded: bool = False) -> None:
+        """Load an answer produced elsewhere (race, variations, batch) into the review loop.
 
-        With the stream's `stats` (a race lane) the answer is recorded in the session with
-        its timing; without them (variations record their own streams) it is not counted twice.
-        """
-        run = AnswerRun(self.workspace, prompt, profile)
-        run.origin = f"taken from {profile}"
-        self.answer, self.review, self.settled = run, None, False
-        self.last_prompt = prompt
-        self.query_one(DiffView).reset(Text(f"> {prompt}  (taken from {profile})", style="bold"))
+        It keeps its own stream's timing (`stats`: the status bar shows that stream's tok/s
+        and TTFT, never a re-parse's). A race lane is recorded here; variations and batch
+        tasks recorded their stream already (`timing_recorded`, under `request_id`)."""
         from core.backends.tokens import count_tokens
 
+        run = AnswerRun(self.workspace, prompt, profile)
+        run.origin, run.kind = f"taken from {profile}" if kind == "race" else f"a {kind} answer", kind
+        if request_id:
+            run.request_id = request_id
+        self.last_prompt = prompt
+        self._show_new_answer(run)
         run.feed(text, count_tokens(text))
         run.finish("stop")
         if stats is not None:
             run.stats = stats
-        await self._rebuild_now()
-        if stats is not None and kind is not None:
+        else:  # no timing known: show none rather than a re-parse's impossible speed
+            run.stats.first_token = None
+        if not timing_recorded:
             self.station.recorder.prompt(run.request_id, prompt, profile, kind=kind)
-        info = self._profile_info(profile)
-        await asyncio.to_thread(self.station.answer_finished, run, self.review, recorded=stats is not None,
-                                chip=info.get("chip"), model=info.get("model"))
-        self._dirty = True
-        self._paint()  # the status bar shows the taken answer's own tokens, TTFT and speed
-        self.query_one(DiffView).focus()
-        self._after_stream(run)
+        await self._finish_answer(run, timing_recorded=timing_recorded)
 
     # Actions of the main screen; while another screen (race, variations, help) is on top
     # their priority keys must not reach through it.
     MAIN_SCREEN_ACTIONS = frozenset({
         "accept", "reject", "accept_all", "reject_all", "reject_with_reason", "ask_base", "next_hunk",
-        "prev_hunk", "cancel", "toggle_profile", "race", "variations", "batch", "report", "fresh_context",
-        "undo", "add_mentioned", "pick_files", "help"})
+        "prev_hunk", "cancel", "escape", "toggle_profile", "race", "variations", "batch", "report",
+        "fresh_context", "undo", "add_mentioned", "pick_files", "help", "focus_prompt", "slash_prompt",
+        "write_anyway", "reopen", "toggle_prose"})
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in self.MAIN_SCREEN_ACTIONS and len(self.screen_stack) > 1:

@@ -128,12 +128,21 @@ class SessionRecorder:
         return self.record("hunk_shown", at, hunk_id=hunk_id, request_id=request_id,
                            path=path, lines=lines)
 
-    def hunk_decided(self, hunk_id: str, *, accepted: bool, dwell_s: float | None = None,
-                     unread: bool = False, reason: str | None = None, added: int = 0,
-                     removed: int = 0, at: float | None = None) -> dict[str, Any]:
-        return self.record("hunk_decided", at, hunk_id=hunk_id, accepted=accepted,
-                           dwell_s=dwell_s, unread=unread, reason=reason, added=added,
-                           removed=removed)
+    def hunk_decided(self, hunk_id: str, *, accepted: bool, request_id: str | None = None,
+                     dwell_s: float | None = None, unread: bool = False,
+                     reason: str | None = None, added: int = 0, removed: int = 0,
+                     at: float | None = None) -> dict[str, Any]:
+        """A rejection when the key is pressed; an accept when its lines are written (so the
+        record, like the screen, says accepted only for what is on disk)."""
+        return self.record("hunk_decided", at, hunk_id=hunk_id, request_id=request_id,
+                           accepted=accepted, dwell_s=dwell_s, unread=unread, reason=reason,
+                           added=added, removed=removed)
+
+    def hunk_reverted(self, hunk_id: str, *, request_id: str, reason: str = "undo",
+                      at: float | None = None) -> dict[str, Any]:
+        """An accepted hunk's lines left the disk again (undo): it no longer counts as accepted."""
+        return self.record("hunk_reverted", at, hunk_id=hunk_id, request_id=request_id,
+                           reason=reason)
 
     def finding(self, kind: str, *, path: str | None = None, detail: str = "",
                 score: float | None = None, at: float | None = None) -> dict[str, Any]:

@@ -12,9 +12,22 @@ DEL_BG = "on #3d1418"
 STATE_STYLE = {
     "pending": "bold yellow",
     "proposed": "bold cyan",
+    "undecided": "bold cyan",
+    "chosen": "bold yellow",
+    "written": "bold green",
     "accepted": "bold green",
     "rejected": "bold red",
     "stale": "bold magenta",
+    "refused": "bold white on red",
+}
+# what each state says in the hunk's header: "accepted" only for lines that are on disk
+STATE_LABEL = {
+    "undecided": "undecided",
+    "chosen": "accept: written when all are decided",
+    "written": "accepted: on disk",
+    "rejected": "rejected",
+    "stale": "stale",
+    "refused": "REFUSED",
 }
 
 
@@ -72,7 +85,7 @@ def hunk_header(path: str, state: str, index: int, total: int, old_start: int, e
     header.append(f" {index}/{total} ", style="reverse")
     header.append(f" {path}", style="bold")
     header.append(f"  @@ line {old_start}  ", style="dim")
-    header.append(f"[{state}]", style=STATE_STYLE.get(state, "bold"))
+    header.append(f"[{STATE_LABEL.get(state, state)}]", style=STATE_STYLE.get(state, "bold"))
     if extra:
         header.append(f"  {extra}")
     return header
@@ -90,11 +103,14 @@ def context_lines(path: str, lines: list[str], start: int) -> Text:
 
 
 def render_hunk(hunk, state: str, index: int, total: int, badges: str = "",
-                context: tuple[list[str], list[str]] = ([], [])) -> Text:
-    """A hunk with its header and, when given, the unchanged lines before and after it."""
+                context: tuple[list[str], list[str]] = ([], []), reason: str = "") -> Text:
+    """A hunk with its header, why it is refused or stale (in the diff itself, until the
+    user acts), and, when given, the unchanged lines before and after it."""
     before, after = context
     text = hunk_header(hunk.path, state, index, total, hunk.old_start, badges)
     text.append("\n")
+    if reason:
+        text.append(f"  ! {reason}\n", style="bold red" if state == "refused" else "magenta")
     text.append_text(context_lines(hunk.path, before, hunk.old_start - len(before)))
     text.append_text(diff_lines(hunk.path, list(hunk.old_lines), list(hunk.new_lines), start=hunk.old_start))
     text.append_text(context_lines(hunk.path, after, hunk.old_start + len(hunk.old_lines)))

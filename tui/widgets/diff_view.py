@@ -6,8 +6,11 @@ at thousands of tokens per second costs one small repaint per frame.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
 from textual import events
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widget import Widget
@@ -30,11 +33,11 @@ class HunkView(Static):
         self._key: tuple | None = None
 
     def show(self, hunk, state: str, index: int, total: int, badges: str,
-             context: tuple[list[str], list[str]] = ([], [])) -> None:
-        key = (hunk.id, state, index, total, badges)  # ids are content-stable
+             context: tuple[list[str], list[str]] = ([], []), reason: str = "") -> None:
+        key = (hunk.id, state, index, total, badges, reason)  # ids are content-stable
         if key != self._key:  # repaint only what changed
             self._key = key
-            self.update(render_hunk(hunk, state, index, total, badges, context))
+            self.update(render_hunk(hunk, state, index, total, badges, context, reason))
 
 
 class PendingBlock(Widget):
@@ -72,6 +75,7 @@ class DiffView(VerticalScroll, can_focus=True):
     DiffView { height: 1fr; border: round $panel; }
     DiffView:focus { border: round $accent; }
     DiffView > #notes { color: $text-muted; padding: 0 1; }
+    DiffView > #prose { color: $text-muted; padding: 0 1; }
     """
 
     class TypeAhead(Message):
@@ -81,11 +85,31 @@ class DiffView(VerticalScroll, can_focus=True):
             super().__init__()
             self.character = character
 
+    # REVIEW mode's keys: they exist only while the diff has focus, so the footer shows them
+    # only there. The actions are the app's; the ids let `[ui.keys]` rebind them.
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("a", "app.accept", "Accept", id="accept"),
+        Binding("r", "app.reject", "Reject", id="reject"),
+        Binding("A", "app.accept_all", "Accept all", id="accept_all"),
+        Binding("R", "app.reject_all", "Reject all", id="reject_all"),
+        Binding("x", "app.reject_with_reason", "Reject, say why", id="reject_with_reason"),
+        Binding("j", "app.next_hunk", "Next", id="next_hunk"),
+        Binding("k", "app.prev_hunk", "Prev", id="prev_hunk"),
+        Binding("b", "app.ask_base", "Re-ask Base", id="ask_base", show=False),
+        Binding("p", "app.toggle_prose", "Prose", id="toggle_prose", show=False),
+        Binding("w", "app.write_anyway", "Write anyway", id="write_anyway", show=False),
+        Binding("e", "app.reopen", "Reopen", id="reopen", show=False),
+        Binding("enter,i", "app.focus_prompt", "Prompt", id="focus_prompt"),
+        Binding("slash", "app.slash_prompt", "Command", id="slash_prompt", show=False),
+        Binding("question_mark", "app.help", "Help", id="help"),
+    ]
     NAVIGATION_KEYS = "jk"
+    REVIEW_KEYS = "?"  # printable keys that stay in the review even with nothing to decide
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.typeahead = False  # set by the app while an answer streams
+        self.hunk_keys = False  # set by the app: single letters act on hunks (something to decide)
         self._views: dict[str, HunkView] = {}
         self._order: list[str] = []
         self.current = 0
@@ -93,13 +117,18 @@ class DiffView(VerticalScroll, can_focus=True):
     def compose(self):
         yield Static(Text("Type a request below and press Enter.", style="dim"), id="notes")
         yield PendingBlock(id="pending")
+        yield Static("", id="prose")
 
     def on_mount(self) -> None:
         self.query_one("#pending").display = False
 
     def on_key(self, event: events.Key) -> None:
         # While streaming, decisions wait for the end; letters typed here are a redirect.
-        if self.typeahead and event.is_printable and event.character and event.character not in self.NAVIGATION_KEYS:
+        # With nothing left to decide, a letter starts the next prompt (the mode changes).
+        if not (event.is_printable and event.character) or event.character in self.REVIEW_KEYS:
+            return
+        if (self.typeahead and event.character not in self.NAVIGATION_KEYS) or \
+                (not self.typeahead and not self.hunk_keys):
             event.stop()
             event.prevent_default()
             self.post_message(self.TypeAhead(event.character))
@@ -113,6 +142,20 @@ class DiffView(VerticalScroll, can_focus=True):
         self.current = 0
         self.set_notes(note)
         self.set_pending(None)
+        self.set_prose("", False)
+
+    def set_prose(self, prose: str, expanded: bool) -> None:
+        """The model's own words around its edits, under the answer: one line collapsed."""
+        widget = self.query_one("#prose", Static)
+        if not prose:
+            widget.update("")
+            return
+        lines = prose.splitlines()
+        if expanded:
+            widget.update(Text("▾ the model says (p collapses)\n", style="bold") + Text(prose))
+        else:
+            more = f"  (+{len(lines) - 1} lines, p expands)" if len(lines) > 1 else ""
+            widget.update(Text("▸ the model says: ", style="bold") + Text(lines[0][:200]) + Text(more, style="dim"))
 
     def set_notes(self, note: str | Text) -> None:
         self.query_one("#notes", Static).update(note)
@@ -126,10 +169,12 @@ class DiffView(VerticalScroll, can_focus=True):
         widget.display = True
 
     def sync(self, hunks: list, states: dict[str, str], badges: dict[str, str] | None = None,
-             contexts: dict[str, tuple[list[str], list[str]]] | None = None) -> None:
-        """Make the hunk widgets match `hunks` (by id), mounting only new ones."""
+             contexts: dict[str, tuple[list[str], list[str]]] | None = None,
+             reasons: dict[str, str] | None = None) -> None:
+        """Make the hunk widgets match `hunks` (by id, in that order), mounting only new ones."""
         badges = badges or {}
         contexts = contexts or {}
+        reasons = reasons or {}
         ids = [h.id for h in hunks]
         for gone in [hid for hid in self._views if hid not in ids]:
             self._views.pop(gone).remove()
@@ -139,11 +184,16 @@ class DiffView(VerticalScroll, can_focus=True):
                 view = HunkView(hunk.id)
                 self._views[hunk.id] = view
                 self.mount(view, before=pending)
+        drawn = [child.hunk_id for child in self.children if isinstance(child, HunkView)]
+        if drawn != ids:  # a re-diff inserted a hunk above others: draw in the answer's order
+            for hid in ids:
+                self.move_child(self._views[hid], before=pending)
         self._order = ids
         total = len(ids)
         for index, hunk in enumerate(hunks, start=1):
-            self._views[hunk.id].show(hunk, states.get(hunk.id, "proposed"), index, total,
-                                      badges.get(hunk.id, ""), contexts.get(hunk.id, ([], [])))
+            self._views[hunk.id].show(hunk, states.get(hunk.id, "undecided"), index, total,
+                                      badges.get(hunk.id, ""), contexts.get(hunk.id, ([], [])),
+                                      reasons.get(hunk.id, ""))
         if self._order:
             self.current = min(self.current, len(self._order) - 1)
         self._mark_current()

@@ -13,6 +13,7 @@ BRAIN = "\U0001f9e0"
 class StatusBar(Static):
     """One line at the bottom of the main screen; fields are set by the app."""
 
+    mode: reactive[str] = reactive("prompt")  # "prompt" | "review": where single keys go
     profile: reactive[str] = reactive("spark")
     connection: reactive[str] = reactive("connecting")
     tokens: reactive[int] = reactive(0)
@@ -26,6 +27,7 @@ class StatusBar(Static):
 
     def render(self) -> Text:
         text = Text()
+        text.append(f" {self.mode.upper()} ", style="bold reverse green" if self.mode == "review" else "bold reverse blue")
         mark = LIGHTNING if self.profile == "spark" else BRAIN
         text.append(f" {mark} {self.profile} ", style="bold reverse")
         text.append("  ")

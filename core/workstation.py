@@ -1,0 +1,411 @@
+"""The workstation: everything one `spark` session knows besides the screen.
+
+A facade the UI calls without reaching into its parts: the workspace, the detectors and
+guards, the conversation, the session record, the answers of the session and their hunk
+states. The screen asks it to decide, write, undo and re-check, and draws what it returns.
+Heavy calls (index build, review, write, undo) run in worker threads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from core.answer import AnswerRun, HunkState
+from core.edits.hunks import Hunk
+from core.edits.proposal import ApplyResult, FileProposal
+from core.review import AcceptCheck, AcceptPolicy, Finding, Review, Verdict
+from core.workspace.files import Workspace
+
+if TYPE_CHECKING:
+    from core.context.prompt import ContextReport
+    from core.detectors.growth import GrowthMeter
+
+
+def _new_ranges(file_proposal: FileProposal) -> list[tuple[str, int, int]]:
+    """(hunk id, first new line, line count) for each hunk of one file, in the new text."""
+    offset = 0
+    ranges = []
+    for hunk in file_proposal.hunks:
+        start = hunk.old_start + offset
+        ranges.append((hunk.id, start, len(hunk.new_lines)))
+        offset += len(hunk.new_lines) - len(hunk.old_lines)
+    return ranges
+
+
+def _hunk_at(ranges: list[tuple[str, int, int]], line: int) -> str | None:
+    for hid, start, count in ranges:
+        if start <= line < start + max(count, 1):
+            return hid
+    return None
+
+
+@dataclass
+class Decision:
+    """What one key did: the hunks it decided, and the one the policy held (and why)."""
+
+    decided: list[str] = field(default_factory=list)
+    held: AcceptCheck | None = None
+    held_id: str | None = None
+
+
+@dataclass
+class UndoOutcome:
+    """What an undo did, in words the screen can show exactly."""
+
+    found: bool  # there was a change to undo
+    restored: list[str] = field(default_factory=list)
+    refused: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
+    commit: str | None = None
+    run: AnswerRun | None = None  # the answer whose hunks went back to undecided
+    hunks: list[str] = field(default_factory=list)
+
+
+class Workstation:
+    """The session's state behind the screen: workspace, detectors, guards, counters.
+
+    The app calls these methods from worker threads where they are heavy (index build,
+    review) and renders what they return.
+    """
+
+    def __init__(self, root: Path, *, window: int = 128_000, fast_profiles: tuple[str, ...] = ("spark",),
+                 guards: dict | None = None) -> None:
+        from core.context.ai_comments import AICommentTracker
+        from core.context.prompt import ChatContext
+        from core.detectors.duplicates import DuplicateIndex
+        from core.guards.dwell import DwellGuard
+        from core.guards.sensitive import SensitivePolicy
+        from core.report.recorder import SessionRecorder
+
+        self.root = Path(root)
+        self.workspace = Workspace(self.root)
+        self.dups = DuplicateIndex(self.root)
+        self.dups_ready = False
+        self.growth: GrowthMeter | None = None
+        self.sensitive = SensitivePolicy.from_config(guards)
+        self.dwell = DwellGuard.from_config(guards)
+        self.context = ChatContext(self.root, window, workspace=self.workspace)
+        from core.detectors.context_meter import ContextMeter
+
+        self.meter = ContextMeter(window)  # one per session: each warning is given once
+        self.ai_comments = AICommentTracker()
+        self.recorder = SessionRecorder(self.root)
+        self.last_report: ContextReport | None = None
+        self._shown: set[str] = set()  # "request:hunk": a hunk id repeats across answers
+        self._unread: set[str] = set()
+        self.policy = AcceptPolicy(self.dwell)
+        self.fast_profiles = fast_profiles
+        self.answers: list[AnswerRun] = []
+        self.session_findings: dict[str, int] = {}
+        self.slop_findings = 0
+        self.slop_added_lines = 0
+
+    # -- indexing (worker thread) ----------------------------------------------------------
+    def build_indexes(self) -> None:
+        """Index in the background (core/indexing: a child process for a large tree, an
+        on-disk cache per repository) and wait until done. Only this thread waits: requests
+        meanwhile use the repo map indexed so far (`self.indexes.snapshot()` never blocks)."""
+        from core.indexing.service import attach
+
+        attach(self).wait()
+
+    def on_file_changes(self, changes: list[tuple[str, str]]) -> str | None:
+        """Keep the indexes current from watcher events (path, kind).
+
+        Returns the instruction of new `AI!`/`AI?` comments found in a changed file, if any
+        (that file is then in the chat), so the app can send it as a request.
+        """
+        instruction = None
+        for path, kind in changes:
+            self.context.on_file_event(path)
+            if kind != "deleted" and instruction is None:
+                instruction = self._ai_instruction(path)
+            if not path.endswith(".py") or not self.dups_ready:
+                continue
+            if kind == "deleted":
+                self.dups.remove_file(path)
+            else:
+                self.dups.update_file(path)
+        return instruction
+
+    def _ai_instruction(self, path: str) -> str | None:
+        from core.context.prompt import ContextError
+        from core.workspace.files import WorkspaceError
+
+        try:
+            text = self.workspace.read_text(path)
+        except WorkspaceError:
+            return None
+        if not self.ai_comments.new_comments(path, text):
+            return None
+        try:
+            return self.context.prompt_for_ai_comments(path)
+        except ContextError:
+            return None
+
+    # -- requests and answers ------------------------------------------------------------------
+    def request(self, run: AnswerRun, kind: str = "chat") -> tuple[list[dict], int]:
+        """Assemble what the model sees for this prompt (worker thread) and record it.
+
+        Returns the messages and the answer's token budget (the room the context keeps free);
+        raises core.context.prompt.ContextOverflow with a message when nothing fits.
+        """
+        messages, report = self.context.build_request(run.prompt)
+        self.last_report = report
+        self.recorder.prompt(run.request_id, run.prompt, run.profile, kind=kind)
+        return messages, report.reserve
+
+    def answer_finished(self, run: AnswerRun, review: Review | None, *, chip: str | None = None,
+                        model: str | None = None, timing_recorded: bool = False) -> None:
+        """Fold a finished answer into the conversation, the counters and the session record.
+
+        The one path by which every answer (typed, raced, a variation, a batch task) reaches
+        the record: its own stream's timing, its kind, its review.
+        """
+        usage = run.usage or {}
+        if run.text:
+            self.context.record_exchange(run.prompt, run.text, usage or None)
+        if run not in self.answers:
+            self.answers.append(run)
+        if review is not None:
+            self.record_review(review)
+            for finding in review.findings:
+                if finding.kind in {"duplicate", "slop", "secret", "sensitive"}:
+                    self.recorder.finding(finding.kind, detail=finding.message,
+                                          score=1.0 if finding.kind == "slop" else None)
+        if timing_recorded:  # a variation or batch task recorded its own stream already
+            return
+        self.recorder.answer_done(
+            run.request_id, profile=run.profile, tokens=run.stats.tokens, elapsed_s=run.stats.elapsed_s,
+            ttft_ms=run.stats.ttft_ms, chip=chip, model=model,
+            prompt_tokens=usage.get("prompt_tokens"), reason=run.reason or "stop")
+
+    def context_tokens(self) -> tuple[int, int, bool]:
+        """(tokens, window, estimated) for the context meter: the backend's reported usage of
+        the last exchange when there is one, else the assembled request's estimate."""
+        usage = self.context.last_usage or {}
+        window = self.context.window
+        if usage.get("prompt_tokens"):
+            return int(usage["prompt_tokens"]) + int(usage.get("completion_tokens", 0)), window, False
+        if self.last_report is not None:
+            return self.last_report.total, window, True
+        return 0, window, True
+
+    def context_state(self):
+        """The context meter's reading now (band, percent, a warning crossed just now)."""
+        tokens, _window, estimated = self.context_tokens()
+        return self.meter.update(tokens, estimated=estimated)
+
+    def set_window(self, window: int) -> None:
+        """The active profile's context window: what the request is trimmed to and the meter reads against."""
+        from core.detectors.context_meter import ContextMeter
+
+        if window and window != self.context.window:
+            self.context.resize(window)
+            self.meter = ContextMeter(window)
+
+    def fresh_context(self) -> None:
+        self.context.clear()
+        self.meter.reset()
+        self.last_report = None
+        self.recorder.fresh_context()
+
+    # -- review-dwell and decisions ------------------------------------------------------------
+    def hunks_shown(self, run: AnswerRun) -> None:
+        for hunk in run.hunks:
+            key = f"{run.request_id}:{hunk.id}"
+            if key not in self._shown:
+                self._shown.add(key)
+                lines = len(hunk.new_lines) + len(hunk.old_lines)
+                self.dwell.shown(hunk.id, lines)
+                self.recorder.hunk_shown(hunk.id, request_id=run.request_id, path=hunk.path, lines=lines)
+
+    def decide(self, run: AnswerRun, hunk_ids: list[str], accept: bool, review: Review | None, *,
+               reason: str | None = None) -> Decision:
+        """Apply one key (a, r, A, R, x) to these hunks through the accept policy.
+
+        Stops at the first hunk the policy holds (confirm, block, too fast) so the screen
+        can say why with the cursor on it; the hunks before it are decided."""
+        out = Decision()
+        for hunk_id in hunk_ids:
+            if run.state(hunk_id) not in (HunkState.UNDECIDED, HunkState.STALE, HunkState.REFUSED):
+                continue
+            if accept and run.state(hunk_id) is HunkState.REFUSED:
+                out.held = AcceptCheck(Verdict.BLOCK, run.reasons.get(hunk_id, "refused") + " (r rejects it)")
+                out.held_id = hunk_id
+                break
+            unread = False
+            if accept and run.state(hunk_id) is HunkState.UNDECIDED:
+                check = self.policy.check(hunk_id, review)
+                if check.verdict is not Verdict.ALLOW:
+                    out.held, out.held_id = check, hunk_id
+                    break
+                unread = check.unread
+            state = run.decide(hunk_id, accept)
+            out.decided.append(hunk_id)
+            hunk = run.hunk(hunk_id)
+            if state is HunkState.REJECTED:
+                self._record_rejection(run, hunk, reason)
+            elif state is HunkState.CHOSEN and unread:
+                self._unread.add(f"{run.request_id}:{hunk_id}")
+        return out
+
+    def _record_rejection(self, run: AnswerRun, hunk: Hunk, reason: str | None) -> None:
+        """A rejection is recorded at once and goes back to the model with the next request."""
+        self.recorder.hunk_decided(
+            hunk.id, accepted=False, request_id=run.request_id, dwell_s=self.dwell.dwelt(hunk.id),
+            reason=reason, added=len(hunk.new_lines), removed=len(hunk.old_lines))
+        old = "".join(f"-{line}" if line.endswith("\n") else f"-{line}\n" for line in hunk.old_lines)
+        new = "".join(f"+{line}" if line.endswith("\n") else f"+{line}\n" for line in hunk.new_lines)
+        self.context.add_rejection(hunk.path, old + new, reason)
+
+    @property
+    def unread_accepts(self) -> int:
+        return self.dwell.unread_accepts
+
+    def recheck(self, run: AnswerRun) -> bool:
+        """Re-read the proposal's files (after an outside edit): per-hunk staleness from
+        `Proposal.hunk_status`. Returns whether any hunk's state changed."""
+        if run.proposal is None or run.applied:
+            return False
+        return run.mark_staleness(run.proposal.hunk_status(self.workspace))
+
+    def check_subset(self, run: AnswerRun) -> list[str]:
+        """Problems the chosen subset would write that the whole answer would not (syntax;
+        ruff's undefined-name / unused-import / redefinition rules on Python; tree-sitter's
+        parse elsewhere). Empty when every hunk is chosen or nothing is."""
+        from core.verify.checks import new_problems, quick_check
+
+        proposal = run.proposal
+        chosen = run.chosen
+        if proposal is None or not chosen:
+            return []
+        every = {h.id for h in proposal.hunks}
+        if chosen == every:
+            return []
+        whole, subset = {}, {}
+        for fp in proposal.files:
+            ids = {h.id for h in fp.hunks} & chosen
+            if not ids:
+                continue
+            whole[fp.path] = fp.result_text(None)
+            subset[fp.path] = fp.result_text(ids)
+        try:
+            found = new_problems(quick_check(whole), quick_check(subset))
+        except Exception as exc:  # noqa: BLE001 - a checker that cannot run must not block writing
+            return [f"the check before writing could not run: {exc}"]
+        return [p.short() for p in found]
+
+    def write(self, run: AnswerRun) -> ApplyResult:
+        """Write the answer's one decision (every hunk decided, none refused); record what
+        was written, count it toward growth, and refuse precisely what could not be."""
+        stale = run.proposal.hunk_status(self.workspace) if run.proposal else {}
+        run.mark_staleness(stale)
+        if run.open:  # a chosen hunk went stale just now: nothing of the answer is written
+            return ApplyResult([], [], None)
+        result = run.apply()
+        written = [h for h in run.hunks if run.state(h.id) is HunkState.WRITTEN and h.path in set(result.written)]
+        for hunk in written:
+            key = f"{run.request_id}:{hunk.id}"
+            self.recorder.hunk_decided(
+                hunk.id, accepted=True, request_id=run.request_id, dwell_s=self.dwell.dwelt(hunk.id),
+                unread=key in self._unread, added=len(hunk.new_lines), removed=len(hunk.old_lines))
+        if self.growth is not None and written:
+            self.growth.record_lines(sum(len(h.new_lines) for h in written), sum(len(h.old_lines) for h in written))
+        return result
+
+    def undo(self) -> UndoOutcome:
+        """Undo the last accepted change: restore what can be, name what cannot and why, and
+        put the hunks of the answer that wrote it back to their state before the decision."""
+        from core.workspace.changes import undo_last
+        from core.workspace.journal import Journal
+
+        entry = Journal(self.workspace).last_undoable()
+        undone_id = entry.id if entry is not None else None
+        result = undo_last(self.workspace)
+        outcome = UndoOutcome(found=undone_id is not None, restored=list(result.written),
+                              refused=list(result.refused), commit=result.commit)
+        if not outcome.restored or undone_id is None:
+            return outcome
+        for run in self.answers:
+            if run.change_id == undone_id:
+                hunks = {h.id: h for h in run.hunks}
+                back = run.undone(outcome.restored)
+                outcome.run, outcome.hunks = run, back
+                for hunk_id in back:
+                    self.recorder.hunk_reverted(hunk_id, request_id=run.request_id)
+                reverted = [hunks[h] for h in back]
+                if self.growth is not None and reverted:  # the meter counts what is on disk
+                    self.growth.added = max(0, self.growth.added - sum(len(h.new_lines) for h in reverted))
+                    self.growth.removed = max(0, self.growth.removed - sum(len(h.old_lines) for h in reverted))
+                break
+        return outcome
+
+    # -- review of an answer (worker thread) ---------------------------------------------------
+    def review(self, run: AnswerRun) -> Review:
+        """Run every detector and guard over the answer's proposal."""
+        from core.guards.secrets import scan_added_text
+
+        review = Review()
+        proposal = run.proposal
+        if proposal is None:
+            return review
+        for err in run.parse_errors:
+            review.findings.append(Finding("error", "parse", str(getattr(err, "message", err))))
+        for err in proposal.errors:
+            review.findings.append(Finding("error", "match", f"{err.path}: {err.message}"))
+        verdict = self.sensitive.check([f.path for f in proposal.files], run.profile in self.fast_profiles)
+        if verdict.flagged_paths and verdict.action != "allow":
+            flagged = set(verdict.flagged_paths)
+            for fp in proposal.files:
+                if fp.path in flagged:
+                    severity = "error" if verdict.action == "block" else "warning"
+                    for hunk in fp.hunks:
+                        review.findings.append(Finding(severity, "sensitive", verdict.message, hunk.id))
+        for fp in proposal.files:
+            ranges = _new_ranges(fp)
+            for hunk in fp.hunks:
+                added = "\n".join(line.rstrip("\n") for line in hunk.new_lines)
+                review.added_lines += len(hunk.new_lines)
+                for secret in scan_added_text(fp.path, added):
+                    review.findings.append(Finding(
+                        "error", "secret", f"{fp.path}: possible {secret.kind} added ({secret.preview_redacted})", hunk.id))
+            if fp.path.endswith(".py"):
+                self._review_python(fp, ranges, review)
+        return review
+
+    def _review_python(self, fp, ranges, review: Review) -> None:
+        if self.dups_ready:
+            added = [start + i for _, start, count in ranges for i in range(count)]
+            for match in self.dups.check_source(fp.new_text, fp.path, lines=added):
+                hunk_id = _hunk_at(ranges, match.new_line)
+                if hunk_id is None:
+                    continue  # an existing function, not something this answer adds
+                review.findings.append(Finding(
+                    "warning", "duplicate",
+                    f"{match.new_symbol} duplicates {match.twin_path}:{match.twin_line} {match.twin_symbol} "
+                    f"({match.similarity:.0%}, type {match.clone_type})", hunk_id))
+        try:
+            from core.detectors.slop import analyze_change
+        except ImportError:
+            return
+        report = analyze_change(fp.path, fp.old_text, fp.new_text)
+        for finding in report.findings:
+            review.findings.append(Finding(
+                "info", "slop", f"{fp.path}:{finding.line} {finding.rule_id} {finding.message}",
+                _hunk_at(ranges, finding.line)))
+        review.slop_score = report.score
+
+    def record_review(self, review: Review) -> None:
+        """Fold one answer's review into the session counters."""
+        for finding in review.findings:
+            self.session_findings[finding.kind] = self.session_findings.get(finding.kind, 0) + 1
+        self.slop_findings += sum(1 for f in review.findings if f.kind == "slop")
+        self.slop_added_lines += review.added_lines
+
+    @property
+    def session_slop_score(self) -> float | None:
+        if not self.slop_added_lines:
+            return None
+        return 100.0 * self.slop_findings / self.slop_added_lines
