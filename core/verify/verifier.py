@@ -287,6 +287,7 @@ class Verifier:
         finally:
             if self._shadow is not None:
                 self._shadow.close()
+                atexit.unregister(self._shadow.close)
                 self._shadow = None
 
     def _next_job(self) -> Callable[[], None] | None:
@@ -355,6 +356,7 @@ class Verifier:
                 self._answer_done_gen = gen
         self._changed()
         if not final:
+            self._prepare()
             return
         self._run_tests(gen, Scope.ANSWER, proposal, texts)
         with self._lock:
@@ -408,6 +410,19 @@ class Verifier:
                     rep.tests.state, rep.tests.note = TestState.ERROR, why
         self._changed()
 
+    def _prepare(self) -> None:
+        """While the answer streams: find the test command and copy the tree now, so the
+        last token is followed by the test run itself, not by set-up."""
+        if not self.run_tests or self._command() is None:
+            return
+        self._shadow_root()
+
+    def _shadow_root(self) -> Path:
+        if self._shadow is None:
+            self._shadow = ShadowTree(self.ws)
+            atexit.register(self._shadow.close)
+        return self._shadow.open()
+
     def _command(self) -> TestCommand | None:
         if self._cmd is False:
             cmd = detect(self.ws.root, self.settings)
@@ -427,10 +442,8 @@ class Verifier:
         for fp in proposal.files:
             if fp.path in texts and fp.path.endswith(".py"):
                 names |= changed_names(fp.old_text, texts[fp.path])
-        if self._shadow is None:
-            self._shadow = ShadowTree(self.ws)
-            atexit.register(self._shadow.close)
-        shadow_root = self._shadow.open()
+        shadow_root = self._shadow_root()
+        assert self._shadow is not None
         self._shadow.materialise(texts)
         selection = select_tests(shadow_root, texts, names=names, cap=self.settings.max_tests) \
             if cmd.selectable else Selection((), True, "the whole suite")
