@@ -93,6 +93,10 @@ class RateModel:
         online = self.online(profile, prompt_tokens) if batch == 1 else None
         if online is not None and online.tokens_per_s:
             return Rates(online.ttft_ms, online.tokens_per_s, "online")
+        return self.spec(profile, batch=batch, prompt_tokens=prompt_tokens)
+
+    def spec(self, profile: Profile, *, batch: int = 1, prompt_tokens: int = 0) -> Rates:
+        """hwmodel's (or the pinned) rates, whatever the profile has learned online."""
         bucket = 256 * math.ceil(max(prompt_tokens, 1) / 256)
         key = (profile.name, max(batch, 1), bucket)  # profiles are fixed per engine
         cached = self._cache.get(key)
@@ -435,6 +439,13 @@ class StreamJob:
                                             prompt_tokens=count_message_tokens(messages))
             predicted = {"ttft_ms": round(rates.ttft_ms, 2),
                          "tokens_per_s": round(rates.tokens_per_s, 2), "basis": rates.basis}
+            if rates.basis == "online" and self.profile.chip and self.profile.model:
+                # the spec sheet's figure too, so the gap to the measurement stays visible
+                spec = self.engine.rates.spec(self.profile, batch=1,
+                                              prompt_tokens=count_message_tokens(messages))
+                predicted["hwmodel"] = {"ttft_ms": round(spec.ttft_ms, 2),
+                                        "tokens_per_s": round(spec.tokens_per_s, 2),
+                                        "basis": spec.basis}
         except BackendError:
             predicted = None
         source = dict(stream.source)

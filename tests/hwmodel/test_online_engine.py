@@ -18,7 +18,8 @@ async def test_live_answers_calibrate_the_profile(tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_KEY", "k")
     with FakeOpenAI() as fake:
         extra = (f'[profiles.live]\nbackend = "openai"\nbase_url = "{fake.url}"\n'
-                 'api_model = "fake-model"\napi_key_env = "FAKE_KEY"\n')
+                 'api_model = "fake-model"\napi_key_env = "FAKE_KEY"\n'
+                 'chip = "cs-3"\nmodel = "llama-3.1-8b"\n')
         config = load_config(config_file=write_config(tmp_path, extra=extra), env={"FAKE_KEY": "k"})
         store = CalibrationStore(tmp_path / "state")
         engine = Engine(config, package_cassettes=False, calibration=store)
@@ -26,7 +27,7 @@ async def test_live_answers_calibrate_the_profile(tmp_path, monkeypatch):
         url = await server.start()
         client = await CoreClient.connect(url)
         try:
-            assert client.profile("live")["predicted"]["ttft_ms"] is None  # nothing known yet
+            assert client.profile("live")["predicted"]["basis"] == "hwmodel"  # nothing learned
             dones = []
             for _ in range(4):
                 fake.script.append(Reply.text("one two three four five six", ttft_s=0.05,
@@ -48,6 +49,8 @@ async def test_live_answers_calibrate_the_profile(tmp_path, monkeypatch):
     third, fourth = dones[2].timing, dones[3].timing
     assert third["calibrated"]["answers"] == 3 and third["calibrated"]["basis"] == "online"
     assert fourth["predicted"]["basis"] == "online"  # the 4th was forecast from the first 3
+    assert fourth["predicted"]["hwmodel"]["basis"] == "hwmodel"  # the spec figure stays shown
+    assert dones[0].timing["predicted"]["basis"] == "hwmodel"
     measured = fourth["ttft_ms"]
     assert abs(fourth["predicted"]["ttft_ms"] - measured) / measured < 0.5
     assert client.profile("live")["predicted"]["answers"] == 4
