@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
+from core.answer import AnswerRun, HunkState
 from core.edits.hunks import make_hunks
 from core.edits.parser import Edit
 from core.edits.proposal import FileProposal, Proposal, build_proposal
@@ -155,3 +156,23 @@ def layered_proposal(ws: Workspace, previous: Proposal, edits: list[Edit]) -> Pr
                                   is_new, base_fp))
     return Proposal(files, list(layered.errors))
 
+
+
+class FixRun(AnswerRun):
+    """A fix round's answer: its proposal is the previous round's change with the fix
+    layered on (`layered_proposal`), so it is reviewed and written as one change."""
+
+    def __init__(self, workspace: Workspace, prompt: str, profile: str,
+                 previous: Proposal) -> None:
+        super().__init__(workspace, prompt, profile)
+        self.previous = previous
+        self.kind = "fix"
+
+    def rebuild_proposal(self) -> Proposal:
+        proposal = layered_proposal(self.workspace, self.previous, list(self.edits))
+        for fp in proposal.files:  # drawn in file order, then line order, like any answer
+            fp.hunks.sort(key=lambda h: h.old_start)
+        self.proposal = proposal
+        for hunk in proposal.hunks:
+            self._states.setdefault(hunk.id, HunkState.UNDECIDED)
+        return proposal

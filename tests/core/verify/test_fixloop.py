@@ -121,3 +121,22 @@ def test_recorded_fix_request_matches_what_the_loop_sends():
            (Path(PACKAGE_CASSETTES) / "verify.jsonl").read_text().splitlines()]
     fix = next(r for r in rec if r["id"] == "us-dates-fix")
     assert _library().match(fix["messages"])[0].id == "us-dates-fix"
+
+
+def test_a_fix_run_reviews_and_writes_the_whole_corrected_change(tmp_path):
+    from core.verify.fixloop import FixRun
+
+    ws = Workspace(write_demo(tmp_path / "demo", git=False))
+    recs = {r["id"]: r["answer"] for r in map(json.loads, (Path(PACKAGE_CASSETTES) / "verify.jsonl")
+                                              .read_text().splitlines())}
+    first = build_proposal(ws, parse_edits(recs["us-dates"]))
+    run = FixRun(ws, "fix it", "spark", first)
+    run.feed(recs["us-dates-fix"], 100)
+    run.finish("stop")
+    proposal = run.rebuild_proposal()
+    assert proposal.errors == [] and run.undecided == [h.id for h in proposal.hunks]
+    for hunk_id in run.undecided:
+        run.decide(hunk_id, True)
+    result = run.apply()
+    assert not result.refused
+    assert '"%d/%m/%Y", "%m/%d/%Y", "%d.%m.%Y"' in (ws.root / "invoicer" / "dates.py").read_text()
