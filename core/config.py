@@ -4,8 +4,8 @@ The same files feed several areas: `[core]` and `[profiles.*]` (the inference co
 `[ui]` (theme, keys), `[guards]` (sensitive paths, dwell floor) and `[verify]` (the test
 runner). Each area used to read its own table when it first needed it, so a typo in
 `[guards]` surfaced as a traceback deep inside the running app. Here every table is read
-once, in layer order (built-in, demo profiles when in the demo, the user's config, the
-project's `.spark.toml`), and checked against its schema; the first problem becomes one
+once, in layer order (built-in, the user's config, the demo's profiles when in the
+demo, the project's `.spark.toml`), and checked against its schema; the first problem becomes one
 :class:`ConfigError` naming the file, the table and the field (exit 2, nothing started).
 
 The profile rules themselves live in :mod:`core.profiles` (which this module calls), the
@@ -229,8 +229,6 @@ def config_layers(*, config_file: Path | None = None,
                   project_root: Path | None = None) -> list[Path]:
     """The files read, lowest precedence first. An explicit ``config_file`` must exist."""
     layers: list[Path] = [BUILTIN_FILE]
-    if is_demo_project(project_root):
-        layers.append(DEMO_PROFILES_FILE)
     if config_file is not None:
         config_file = Path(config_file).expanduser()
         if not config_file.exists():
@@ -238,6 +236,10 @@ def config_layers(*, config_file: Path | None = None,
         layers.append(config_file)
     elif user_config_file().is_file():
         layers.append(user_config_file())
+    if is_demo_project(project_root):
+        # after the user's config: in the demo, 'spark' and 'base' are the recordings even
+        # for a user whose own 'spark' is a real model (their other profiles stay)
+        layers.append(DEMO_PROFILES_FILE)
     if project_root is not None and (Path(project_root) / PROJECT_FILE).is_file():
         layers.append(Path(project_root) / PROJECT_FILE)
     return layers

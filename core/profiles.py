@@ -172,6 +172,11 @@ def merge_profile_layers(docs: list[tuple[Path, dict[str, Any]]],
     raw: dict[str, dict[str, Any]] = {}
     core: dict[str, Any] = {}
     for path, doc in docs:
+        if path == _config.DEMO_PROFILES_FILE:
+            # in the demo, its recorded profiles replace the user's of the same name whole:
+            # a real endpoint's fields mixed into a replay profile would describe neither
+            for name in doc.get("profiles", {}):
+                raw.pop(name, None)
         _merge_layer(path, doc, raw, core)
     profiles = {name: _finish(name, entry, env) for name, entry in raw.items()}
     for key in ("frame_ms", "max_frame_tokens", "max_streams_per_connection"):

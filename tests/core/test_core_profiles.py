@@ -30,15 +30,31 @@ def test_demo_profiles_only_in_a_demo_folder(tmp_path):
 def test_layers_override_field_by_field(tmp_path, monkeypatch):
     user = tmp_path / "xdg" / "sparkstation" / "config.toml"
     user.parent.mkdir(parents=True)
-    user.write_text('[profiles.spark]\ntokens_per_s = 2000.0\n[core]\nframe_ms = 8\n')
+    user.write_text('[profiles.mine]\nbackend = "replay"\ntokens_per_s = 5.0\n'
+                    '[profiles.spark]\ntokens_per_s = 2000.0\n[core]\nframe_ms = 8\n')
     (tmp_path / ".spark.toml").write_text('[profiles.spark]\nttft_ms = 50\n'
+                                          '[profiles.mine]\nttft_ms = 7\n'
                                           '[slop]\nanything = "belongs to others"\n')
     monkeypatch.setenv("SPARK_DEMO_PROFILES", "1")
     cfg = load_config(project_root=tmp_path)
     spark = cfg.profiles["spark"]
-    assert spark.tokens_per_s == 2000.0 and spark.ttft_ms == 50 and spark.chip == "cs-3"
+    # in the demo its 'spark' replaces the user's whole; the project still overrides it
+    assert spark.tokens_per_s == 1000.0 and spark.ttft_ms == 50 and spark.chip == "cs-3"
+    assert cfg.profiles["mine"].tokens_per_s == 5.0 and cfg.profiles["mine"].ttft_ms == 7
     assert cfg.frame_ms == 8
-    assert len(cfg.sources) == 4  # built-in, demo, user, project
+    assert len(cfg.sources) == 4  # built-in, user, demo, project
+
+
+def test_the_demo_replays_even_for_a_user_with_a_real_spark(tmp_path, monkeypatch):
+    user = tmp_path / "xdg" / "sparkstation" / "config.toml"
+    user.parent.mkdir(parents=True)
+    user.write_text('[profiles.spark]\nbackend = "openai"\nbase_url = "http://127.0.0.1:9/v1"\n'
+                    'api_model = "m"\n')
+    assert load_config(project_root=tmp_path, env={}).profiles["spark"].backend == "openai"
+    (tmp_path / ".spark").mkdir()
+    (tmp_path / ".spark" / "demo").write_text("demo\n")
+    spark = load_config(project_root=tmp_path, env={}).profiles["spark"]
+    assert spark.backend == "replay" and spark.base_url is None
 
 
 def _err(tmp_path: Path, text: str, env=None) -> str:
