@@ -166,6 +166,9 @@ class IndexCache:
 
     def _check(self, db: sqlite3.Connection) -> str | None:
         """Why this database is not a cache of this root at this version (None: it is)."""
+        pages = db.execute("PRAGMA page_count").fetchone()[0] * db.execute("PRAGMA page_size").fetchone()[0]
+        if self.path.stat().st_size < pages:
+            return "truncated"
         if db.execute("PRAGMA quick_check").fetchone() != ("ok",):
             return "damaged (integrity check failed)"
         tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -192,6 +195,10 @@ class IndexCache:
         if self._db is not None:
             try:
                 self._db.commit()
+                # fold the write-ahead log into the database file: one self-contained file
+                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.DatabaseError:
+                pass
             finally:
                 self._db.close()
                 self._db = None

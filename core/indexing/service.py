@@ -77,6 +77,7 @@ class IndexService:
         self._send_lock = threading.Lock()
         self._conn: Connection | None = None
         self._proc: subprocess.Popen | None = None
+        self._thread: threading.Thread | None = None
         self._started = False
         self._ids = itertools.count(1)
         self._replies: dict[int, tuple[threading.Event, list[Any]]] = {}
@@ -104,6 +105,8 @@ class IndexService:
                 proc.wait(timeout=2)
             except subprocess.TimeoutExpired:
                 proc.terminate()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
         self._update(mode="stopped")
 
     def wait(self, timeout: float | None = None, *, what: str = "all") -> bool:
@@ -203,8 +206,9 @@ class IndexService:
                 self.use_cache)
         if in_process:
             parent, child = multiprocessing.Pipe(duplex=True)
-            threading.Thread(target=run_indexer, args=(args[0], child, *args[1:]),
-                             name="spark-indexer", daemon=True).start()
+            self._thread = threading.Thread(target=run_indexer, args=(args[0], child, *args[1:]),
+                                            name="spark-indexer", daemon=True)
+            self._thread.start()
         else:
             parent, self._proc = _spawn_child()
             parent.send(("init", *args))
