@@ -92,7 +92,7 @@ def test_an_edited_file_is_rescanned_not_taken_from_the_cache(tmp_path):
     cache_dir = tmp_path / "cache"
     first, _ = _service(root, cache_dir)
     first.stop()
-    target = root / "src/pkg0001/mod02.py"
+    target = root / "src/pkg0000/mod02.py"
     target.write_text(target.read_text() + "\n\ndef unmistakable_helper_name(x):\n    return x\n")
     second, repo_map = _service(root, cache_dir)
     try:
