@@ -13,11 +13,15 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.errors import SparkError
 
+if TYPE_CHECKING:
+    from core.answer import AnswerRun
+
 DEFAULT_MAX_PARALLEL = 4
+_OK_REASONS = ("stop", "length")
 QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
 FINISHED = (DONE, FAILED, CANCELLED)
 
@@ -180,3 +184,130 @@ class BatchRun:
             out[t.status] += 1
         out["reviewed"] = sum(t.reviewed for t in self.tasks)
         return out
+
+
+# -- a batch of the workstation's session (the app runs it; screens only show it) -------------
+
+@dataclass(frozen=True)
+class BatchResult:
+    """One finished task's answer for the main loop (same fields as a race or variation
+    result: `app._adopt_answer(profile, prompt, text)`); ``remaining``: tasks not yet
+    reviewed after this one, running ones included."""
+
+    profile: str
+    prompt: str
+    text: str
+    index: int
+    remaining: int
+
+
+class BatchJob:
+    """A batch's tasks, their answers and the worker running them (on the app)."""
+
+    def __init__(self, client, prompts: list[str], station, profile: str = "spark",
+                 max_parallel: int = 4, *, max_tokens: int | None = None) -> None:
+        self.client = client
+        self.station = station
+        self.profile = profile
+        self.max_tokens = max_tokens
+        self.run = BatchRun(list(prompts), max_parallel, context_factory=self._fresh_context)
+        self.answers: dict[int, AnswerRun] = {}
+        self.streams: dict[int, Any] = {}
+        self.worker: Any = None
+        self.version = 0       # bumped on every change: screens repaint when it moves
+
+    @property
+    def prompts(self) -> list[str]:
+        return self.run.prompts
+
+    def _fresh_context(self):
+        """A new conversation for each task; the files the user put in the chat stay in it
+        (the workstation's meaning of a fresh context)."""
+        from core.context.prompt import ChatContext
+
+        main = self.station.context
+        context = ChatContext(self.station.root, main.window, workspace=self.station.workspace)
+        for read_only in (False, True):
+            paths = [f.path for f in main.files if f.read_only == read_only]
+            if paths:
+                context.add(paths, read_only=read_only)
+        return context
+
+    # -- running -----------------------------------------------------------------------------
+    def start(self, app) -> None:
+        """Run the batch as a worker of ``app``, so it outlives any one screen."""
+        if self.worker is None:
+            self.worker = app.run_worker(self.run.run(self._generate, self._changed),
+                                         group="batch", exit_on_error=False)
+
+    def _changed(self, _task: BatchTask | None = None) -> None:
+        self.version += 1
+
+    async def _generate(self, task: BatchTask) -> Any:
+        """One task: its own request from its own context, streamed (`core.loop`), parsed and
+        diffed; recorded in the session with its own timing."""
+        from core.answer import AnswerRun
+        from core.loop import Finished, Started, stream_answer
+
+        run = AnswerRun(self.station.workspace, task.prompt, self.profile)
+        run.kind = "batch"
+        self.answers[task.index] = run
+        messages, report = await asyncio.to_thread(task.context.build_request, task.prompt)
+        budget = self.max_tokens if self.max_tokens is not None else report.reserve
+        recorder = self.station.recorder
+        recorder.prompt(run.request_id, task.prompt, self.profile, kind="batch")
+        run.stats.started = time.perf_counter()
+        async for update in stream_answer(self.client, run, messages, max_tokens=budget):
+            if isinstance(update, Started):
+                self.streams[task.index] = update.stream
+            elif isinstance(update, Finished) and update.reason == "error":
+                raise BatchError(run.error or "the stream failed")
+            self._changed()
+        reason = run.reason or "error"
+        entry = self.client.profile(self.profile) or {}
+        recorder.answer_done(run.request_id, profile=self.profile, tokens=run.stats.tokens,
+                             elapsed_s=run.stats.elapsed_s, ttft_ms=run.stats.ttft_ms,
+                             chip=entry.get("chip"), model=entry.get("model"),
+                             prompt_tokens=(run.usage or {}).get("prompt_tokens"), reason=reason)
+        if reason not in _OK_REASONS:
+            raise BatchError(f"the answer ended: {reason}")
+        await asyncio.to_thread(run.rebuild_proposal)
+        return run
+
+    async def cancel(self) -> None:
+        """Stop what is still streaming; queued tasks never start. Finished ones stay."""
+        running = [i for i, t in enumerate(self.run.tasks) if t.status == RUNNING]
+        self.run.cancel()
+        for index in running:
+            stream = self.streams.get(index)
+            if stream is not None:
+                try:
+                    await stream.cancel()
+                except Exception:  # noqa: BLE001,S110 - the connection is gone: the stream ended with it
+                    pass
+        self._changed()
+
+    # -- review ------------------------------------------------------------------------------
+    @property
+    def finished(self) -> bool:
+        return self.run.finished
+
+    @property
+    def to_review(self) -> int:
+        """Tasks that have or will have an answer the user has not reviewed yet."""
+        return sum(1 for t in self.run.tasks
+                   if not t.reviewed and t.status in (QUEUED, RUNNING, DONE))
+
+    def next_result(self) -> BatchResult | None:
+        """The next finished task in queue order, marked reviewed; failed tasks are skipped
+        (their error stays in the table). None when nothing is ready yet."""
+        while True:
+            task = self.run.next_for_review()
+            if task is None:
+                return None
+            self.run.mark_reviewed(task.index)
+            self._changed()
+            if task.status == DONE:
+                run = task.result
+                return BatchResult(self.profile, task.prompt, run.text, task.index,
+                                   self.to_review)

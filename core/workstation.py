@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from core.answer import AnswerRun, HunkState
 from core.edits.hunks import Hunk
@@ -97,6 +97,7 @@ class Workstation:
         self.policy = AcceptPolicy(self.dwell)
         self.fast_profiles = fast_profiles
         self.answers: list[AnswerRun] = []
+        self.batch_job: Any = None  # the session's batch (a tui BatchJob) while it has work to review
         self.session_findings: dict[str, int] = {}
         self.slop_findings = 0
         self.slop_added_lines = 0

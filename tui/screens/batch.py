@@ -12,9 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import weakref
-from contextlib import aclosing
-from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.text import Text
@@ -23,144 +20,22 @@ from textual.binding import Binding
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Static, TextArea
 
-from core.batch import CANCELLED, DONE, FAILED, QUEUED, RUNNING, BatchRun, BatchTask, parse_queue
-from core.client import CoreError, Delta
-from core.session import AnswerRun
+from core.batch import (
+    CANCELLED,
+    DONE,
+    FAILED,
+    QUEUED,
+    RUNNING,
+    BatchJob,
+    BatchResult,
+    BatchTask,
+    parse_queue,
+)
 
 FRAME_S = 1 / 30
-OK_REASONS = ("stop", "length")
 STATE_STYLE = {QUEUED: "dim", RUNNING: "yellow", DONE: "green", FAILED: "bold red",
                CANCELLED: "dim red"}
 COLUMNS = ("#", "state", "tokens", "time", "hunks", "prompt")
-
-
-@dataclass(frozen=True)
-class BatchResult:
-    """One finished task's answer for the main loop (same fields as a race or variation
-    result: `app._adopt_answer(profile, prompt, text)`); ``remaining``: tasks not yet
-    reviewed after this one, running ones included."""
-
-    profile: str
-    prompt: str
-    text: str
-    index: int
-    remaining: int
-
-
-class BatchJob:
-    """A batch's tasks, their answers and the worker running them (on the app)."""
-
-    def __init__(self, client, prompts: list[str], station, profile: str = "spark",
-                 max_parallel: int = 4, *, max_tokens: int | None = None) -> None:
-        self.client = client
-        self.station = station
-        self.profile = profile
-        self.max_tokens = max_tokens
-        self.run = BatchRun(list(prompts), max_parallel, context_factory=self._fresh_context)
-        self.answers: dict[int, AnswerRun] = {}
-        self.streams: dict[int, object] = {}
-        self.worker = None
-        self.version = 0       # bumped on every change: screens repaint when it moves
-
-    @property
-    def prompts(self) -> list[str]:
-        return self.run.prompts
-
-    def _fresh_context(self):
-        """A new conversation for each task; the files the user put in the chat stay in it
-        (the workstation's meaning of a fresh context)."""
-        from core.context.prompt import ChatContext
-
-        main = self.station.context
-        context = ChatContext(self.station.root, main.window, workspace=self.station.workspace)
-        for read_only in (False, True):
-            paths = [f.path for f in main.files if f.read_only == read_only]
-            if paths:
-                context.add(paths, read_only=read_only)
-        return context
-
-    # -- running -----------------------------------------------------------------------------
-    def start(self, app) -> None:
-        """Run the batch as a worker of ``app``, so it outlives any one screen."""
-        if self.worker is None:
-            self.worker = app.run_worker(self.run.run(self._generate, self._changed),
-                                         group="batch", exit_on_error=False)
-
-    def _changed(self, _task: BatchTask | None = None) -> None:
-        self.version += 1
-
-    async def _generate(self, task: BatchTask) -> AnswerRun:
-        """One task: its own request from its own context, streamed, parsed and diffed."""
-        run = AnswerRun(self.station.workspace, task.prompt, self.profile)
-        self.answers[task.index] = run
-        messages, report = await asyncio.to_thread(task.context.build_request, task.prompt)
-        budget = self.max_tokens if self.max_tokens is not None else report.reserve
-        recorder = self.station.recorder
-        recorder.prompt(run.request_id, task.prompt, self.profile, kind="batch")
-        run.stats.started = time.perf_counter()
-        stream = await self.client.generate(self.profile, messages, max_tokens=budget)
-        self.streams[task.index] = stream
-        try:
-            async with aclosing(stream.__aiter__()) as events:
-                async for event in events:
-                    if isinstance(event, Delta):
-                        run.feed(event.text, event.tokens)
-                        self._changed()
-        except CoreError as exc:
-            run.finish("error", exc.message or exc.code)
-            raise RuntimeError(exc.message or exc.code) from None
-        done = stream.done
-        run.usage = done.usage if done else None
-        run.source = done.source if done else None
-        reason = done.reason if done else "error"
-        run.finish(reason)
-        entry = self.client.profile(self.profile) or {}
-        recorder.answer_done(run.request_id, profile=self.profile, tokens=run.stats.tokens,
-                             elapsed_s=run.stats.elapsed_s, ttft_ms=run.stats.ttft_ms,
-                             chip=entry.get("chip"), model=entry.get("model"),
-                             prompt_tokens=(run.usage or {}).get("prompt_tokens"), reason=reason)
-        if reason not in OK_REASONS:
-            raise RuntimeError(f"the answer ended: {reason}")
-        await asyncio.to_thread(run.rebuild_proposal)
-        return run
-
-    async def cancel(self) -> None:
-        """Stop what is still streaming; queued tasks never start. Finished ones stay."""
-        running = [i for i, t in enumerate(self.run.tasks) if t.status == RUNNING]
-        self.run.cancel()
-        for index in running:
-            stream = self.streams.get(index)
-            if stream is not None:
-                try:
-                    await stream.cancel()
-                except CoreError:  # the connection is gone: the stream ended with it
-                    pass
-        self._changed()
-
-    # -- review ------------------------------------------------------------------------------
-    @property
-    def finished(self) -> bool:
-        return self.run.finished
-
-    @property
-    def to_review(self) -> int:
-        """Tasks that have or will have an answer the user has not reviewed yet."""
-        return sum(1 for t in self.run.tasks
-                   if not t.reviewed and t.status in (QUEUED, RUNNING, DONE))
-
-    def next_result(self) -> BatchResult | None:
-        """The next finished task in queue order, marked reviewed; failed tasks are skipped
-        (their error stays in the table). None when nothing is ready yet."""
-        while True:
-            task = self.run.next_for_review()
-            if task is None:
-                return None
-            self.run.mark_reviewed(task.index)
-            self._changed()
-            if task.status == DONE:
-                run = task.result
-                return BatchResult(self.profile, task.prompt, run.text, task.index,
-                                   self.to_review)
 
 
 def _seconds(value: float | None) -> str:
@@ -331,12 +206,11 @@ class BatchScreen(ModalScreen[BatchResult | None]):
 
 # -- the workstation's side ---------------------------------------------------------------------
 
-_JOBS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # app -> its current batch
 
 
 def current_job(app) -> BatchJob | None:
     """The app's batch while it has something left to review (else None)."""
-    job = _JOBS.get(app)
+    job = app.station.batch_job  # the batch lives in core, with the session, not in a screen
     return job if job is not None and job.to_review else None
 
 
@@ -367,11 +241,13 @@ def open_batch(app, prompts: list[str] | None = None, *, max_parallel: int | Non
 def _push(app, screen: BatchScreen) -> None:
     def taken(result: BatchResult | None) -> None:
         if screen.job is not None:
-            _JOBS[app] = screen.job
+            app.station.batch_job = screen.job
         if result is None:
             return
         before = app.answer
-        app._adopt_answer(result.profile, result.prompt, result.text)
+        run = screen.job.answers.get(result.index) if screen.job is not None else None
+        app._adopt_answer(result.profile, result.prompt, result.text, run.stats if run else None, kind="batch",
+                          request_id=run.request_id if run else None, timing_recorded=run is not None)
         if screen.job.to_review:
             app.run_worker(_back_after_review(app, screen.job, before), group="batch-review",
                            exclusive=True, exit_on_error=False)
@@ -390,6 +266,6 @@ async def _back_after_review(app, job: BatchJob, before) -> None:
     batch again for the next one."""
     while not (_review_done(app, before) and app.screen is app.screen_stack[0]):
         await asyncio.sleep(0.1)
-    if job.to_review and _JOBS.get(app) is job:
+    if job.to_review and app.station.batch_job is job:
         _push(app, BatchScreen.resume(job))
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import time
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from rich.text import Text
@@ -25,8 +25,9 @@ from textual.containers import Grid
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
+from core.answer import AnswerRun, StreamStats
 from core.client import CoreError, Delta
-from core.session import AnswerRun, Review, StreamStats
+from core.review import Review
 from core.variations import (
     DEFAULT_VARIATIONS,
     ParallelCost,
@@ -49,6 +50,9 @@ class VariationChoice:
     prompt: str
     text: str
     index: int
+    # the variation's own stream: its timing stays with it, and it is already recorded
+    stats: StreamStats | None = field(default=None, compare=False)
+    request_id: str | None = field(default=None, compare=False)
 
 
 def grid_columns(n: int) -> int:
@@ -321,7 +325,9 @@ class VariationsScreen(ModalScreen[VariationChoice | None]):
             return
         self.variations.choose(index)
         await self._cancel_running(keep=index)
-        self.dismiss(VariationChoice(self.profile, self.prompt, v.text, index))
+        stream = self._streams.get(index)
+        self.dismiss(VariationChoice(self.profile, self.prompt, v.text, index, self.stats[index],
+                                     getattr(stream, "id", None)))
 
     async def action_take_focused(self) -> None:
         if isinstance(self.focused, VariationPane):
@@ -354,7 +360,8 @@ async def open_variations(app, prompt: str, n: int = DEFAULT_VARIATIONS, *,
 
     def taken(choice: VariationChoice | None) -> None:
         if choice is not None:
-            app._adopt_answer(choice.profile, choice.prompt, choice.text)
+            app._adopt_answer(choice.profile, choice.prompt, choice.text, choice.stats, kind="variation",
+                              request_id=choice.request_id, timing_recorded=choice.request_id is not None)
 
     app.push_screen(screen, taken)
     return screen

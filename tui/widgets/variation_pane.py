@@ -15,7 +15,8 @@ from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
-from core.session import AnswerRun, Review, StreamStats
+from core.answer import AnswerRun, StreamStats
+from core.review import Review
 from core.variations import Variation
 from tui.widgets.diff_render import render_hunk, render_pending
 
