@@ -55,6 +55,10 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--reserve {args.reserve}: must be between 0 and the window")
     try:
         ctx = ChatContext(root, window, reserve=args.reserve)
+        from core.indexing.progress import progress_bar
+
+        with progress_bar("repo map") as progress:  # a large tree takes a while: say so
+            ctx.repo_map.refresh(progress)
         if args.add:
             ctx.add(args.add)
         if args.read:

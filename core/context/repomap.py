@@ -244,16 +244,20 @@ class RepoMap:
             if changed:
                 self._graph = None
 
-    def refresh(self) -> None:
-        """Re-list the tree and rescan what changed (by mtime and size)."""
+    def refresh(self, progress: Callable[[int, int], None] | None = None) -> None:
+        """Re-list the tree and rescan what changed (by mtime and size);
+        `progress(done, total)` is called per file (the CLI's progress bar)."""
         with self._lock, _gc_paused():
             self._all_files = set(list_files(self.root))
             for rel in list(self._scans):
                 if rel not in self._all_files:
                     del self._scans[rel]
                     self._signatures.pop(rel, None)
-            for rel in self._all_files:
+            total = len(self._all_files)
+            for done, rel in enumerate(sorted(self._all_files), 1):
                 self._scan_one(rel)
+                if progress is not None:
+                    progress(done, total)
             self._graph = None
 
     def _ensure_built(self) -> None:

@@ -7,7 +7,9 @@ Findings are results, not errors: both commands exit 0 when they ran (2 on bad i
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from core.cli_support import CliError, print_json
@@ -32,24 +34,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     slop.set_defaults(func=_slop)
 
 
-class _Progress:
-    """A one-line progress bar on stderr, only when stderr is a terminal."""
+@contextlib.contextmanager
+def _progress(label: str) -> Iterator[Callable[[int, int], None]]:
+    """A rich progress bar on stderr while files are indexed (only on a terminal)."""
+    from core.indexing.progress import progress_bar
 
-    def __init__(self, label: str) -> None:
-        self.label = label
-        self.enabled = sys.stderr.isatty()
-
-    def __call__(self, done: int, total: int) -> None:
-        if not self.enabled or total <= 0:
-            return
-        if done != total and done % 20:
-            return
-        width = 30
-        filled = width * done // total
-        sys.stderr.write(f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
-        if done == total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
+    with progress_bar(label) as update:
+        yield update
 
 
 def _print_notes(notes: dict[str, list[str]]) -> None:
@@ -72,7 +63,8 @@ def _scan(args: argparse.Namespace) -> int:
     from core.detectors.duplicates import DuplicateIndex
 
     index = DuplicateIndex(_folder(args.path))
-    index.build(_Progress("indexing"))
+    with _progress("indexing") as progress:
+        index.build(progress)
     _print_notes(index.notes)
     pairs = index.pairs()
     if args.json:
@@ -102,7 +94,8 @@ def _check(args: argparse.Namespace) -> int:
     except ValueError:
         rel = None  # outside the tree: nothing to skip
     index = DuplicateIndex(root)
-    index.build(_Progress("indexing"))
+    with _progress("indexing") as progress:
+        index.build(progress)
     _print_notes(index.notes)
     notes: list[str] = []
     matches = index.check_source(source, rel, notes=notes)
