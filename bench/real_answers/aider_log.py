@@ -29,6 +29,10 @@ _REPORT_START = re.compile(r"(SEARCH/REPLACE blocks? failed to match|UnifiedDiff
                            r"UnifiedDiffNotUnique|hunks? failed to apply)")
 _FAILED_IN = re.compile(r"failed to exactly match lines in (.+?)\s*$")
 _NO_MATCH_IN = re.compile(r"^(\S+) does not contain lines that match the diff")
+_DECLINE_RE = re.compile(r"^(Create new file|Allow edits to file|Allow creation of new file)"
+                         r".*\[Yes\]: n\s*$")
+_DECLINE_NAMED_RE = re.compile(r"^(?:Allow creation of new file (\S+)\? n|Skipping edits to (.+?))"
+                               r"(?: that matches gitignore spec\.?)?\s*$")
 _FAIL_MARKERS = ("did not conform to the edit format", "failed to match",
                  "Failed to apply edit", "UnifiedDiffNoMatch", "UnifiedDiffNotUnique",
                  "Malformed", "SearchReplaceNoExactMatch")
@@ -46,10 +50,17 @@ class Answer:
     text: str
     applied: list[str] = field(default_factory=list)  # "Applied edit to X", in order
     commits: list[str] = field(default_factory=list)  # short hashes Aider committed
+    # the commit of this answer's edits: the first one after its verdict ("Applied edit
+    # to X" or a failure report).  A commit before the verdict is Aider saving the user's
+    # own changes first ("Committing X before applying edits"), not the answer.
+    edit_commit: str | None = None
     failed: bool = False  # Aider reported an edit it could not apply
     failed_paths: list[str] = field(default_factory=list)  # files of the blocks that failed
+    declined: list[str] = field(default_factory=list)  # files the user would not let Aider
+    # create or edit ("Create new file? n", "Allow edits to file ...? n")
     reflection: bool = False  # an answer to Aider's own failure report
     architect: bool = False  # an architect-mode plan, handed to the editor model
+    reformatted: bool = False  # a markdown formatter rewrote the log (`> > > > > > > REPLACE`)
 
 
 def _kind(line: str, in_fence: bool = False) -> str:
@@ -62,16 +73,24 @@ def _kind(line: str, in_fence: bool = False) -> str:
         return "user"
     if _SESSION_RE.match(line):
         return "session"
+    if _REFORMATTED.match(line):
+        return "text"
     if line.rstrip() == ">" or line.startswith("> "):
         return "text" if in_fence and not line.endswith("  ") else "tool"
     return "text"
 
 
 _FENCE_LINE = re.compile(r"^\s*(```|~~~)")
+_BLOCK_START = re.compile(r"^\s*<{5,9} ?(SEARCH|ORIGINAL)\b")
+_BLOCK_END = re.compile(r"^\s*>{5,9} ?(REPLACE|UPDATED)\b")
+# `>>>>>>> REPLACE` after a markdown formatter (prettier) rewrote the committed log: the
+# answer's text is no longer what the model wrote, so such answers are marked
+_REFORMATTED = re.compile(r"^> > > > > > > ?(REPLACE|UPDATED)\b")
 
 
 def _clean_path(p: str) -> str:
-    return p.strip().replace("\\", "/").removeprefix("./")
+    """Aider prints Windows paths with `\\`; a `\\_` is a markdown escape it kept."""
+    return re.sub(r"\\(?=[A-Za-z0-9])", "/", p.strip()).removeprefix("./")
 
 
 def parse_log(text: str) -> list[Answer]:
@@ -86,11 +105,13 @@ def parse_log(text: str) -> list[Answer]:
     after_tool = False  # Aider printed something since the last answer
     after_user = False
     edit_prompt = False  # "Edit the files?" seen: the next answer is the editor's
+    reformatted = False  # the answer being read shows a markdown formatter's rewrite
 
     def close_body() -> None:
-        nonlocal current, body, after_tool, after_user, edit_prompt
+        nonlocal current, body, after_tool, after_user, edit_prompt, reformatted
         text_ = "\n".join(body).strip("\n")
         body = []
+        was_reformatted, reformatted = reformatted, False
         if not text_.strip():
             return
         editor = edit_prompt and main_format == "architect"
@@ -100,17 +121,20 @@ def parse_log(text: str) -> list[Answer]:
             edit_format=editor_format if editor else main_format,
             request="\n".join(request).strip(), text=text_ + "\n",
             reflection=after_tool and not after_user and current is not None,
-            architect=main_format == "architect" and not editor)
+            architect=main_format == "architect" and not editor,
+            reformatted=was_reformatted)
         answers.append(ans)
         current = ans
         after_tool = after_user = edit_prompt = False
 
     prev_kind = ""
+    last_tool = ""  # the previous `>` line: the path a "Create new file?" prompt is about
     in_report = False  # inside Aider's failure report, which it logs as plain lines
     fence_open = False  # the answer being read has an open ``` fence
+    in_block = False  # ... is inside a SEARCH/REPLACE block (its ``` lines are content)
     for raw in text.split("\n"):
         line = raw.rstrip("\r")
-        kind = _kind(line, bool(body) and fence_open)
+        kind = _kind(line, bool(body) and (fence_open or in_block))
         if line.strip():
             prev_kind, kind_before = kind, prev_kind
         else:
@@ -128,9 +152,15 @@ def parse_log(text: str) -> list[Answer]:
             if not body and not line.strip():
                 continue
             if not body:
-                fence_open = False
-            if _FENCE_LINE.match(line):
+                fence_open = in_block = False
+            if _BLOCK_START.match(line):
+                in_block = True
+            elif _BLOCK_END.match(line):
+                in_block = False
+            elif _FENCE_LINE.match(line) and not in_block:
                 fence_open = not fence_open
+            if _REFORMATTED.match(line):
+                reformatted = True
             body.append(line)
             continue
         close_body()
@@ -161,7 +191,14 @@ def parse_log(text: str) -> list[Answer]:
         if content.startswith("Edit the files?"):
             edit_prompt = True
         if current is None:
+            last_tool = content
             continue
+        m = _DECLINE_NAMED_RE.match(content)
+        if m:
+            current.declined.append(_clean_path(m.group(1) or m.group(2)))
+        elif _DECLINE_RE.match(content) and last_tool and " " not in last_tool:
+            current.declined.append(_clean_path(last_tool))
+        last_tool = content
         m = _APPLIED_RE.match(content)
         if m:
             current.applied.append(_clean_path(m.group(1)))
@@ -169,6 +206,8 @@ def parse_log(text: str) -> list[Answer]:
         m = _COMMIT_RE.match(content)
         if m:
             current.commits.append(m.group(1))
+            if current.edit_commit is None and (current.applied or current.failed):
+                current.edit_commit = m.group(1)
             continue
         if any(marker in content for marker in _FAIL_MARKERS):
             current.failed = True

@@ -7,7 +7,7 @@ MIRRORS_DIR holds bare git mirrors as `owner+name/repo` (the layout the search t
 fetch gives).  For every `.aider.chat.history.md` in any commit of a mirror, the largest
 version (logs only grow) is split into answers (`aider_log.parse_log`); each answer gets
 the tree it was written against:
-- the parent of the commit Aider made for it ("Commit abc1234") when the mirror has it
+- the parent of the commit Aider made for its edits (`edit_commit`) when the mirror has it
   (exact: `tree_source = "commit"`);
 - else the last commit before its session started (`"session"`: close, not exact);
 - else none (`tree_known = False`).
@@ -146,7 +146,7 @@ def log_versions(git: Git, hints: tuple[str, ...] = ()) -> dict[str, str]:
 
 
 def _before_tree(git: Git, ans: Answer, cache: dict[str, str | None]) -> tuple[str | None, str]:
-    for short in ans.commits[:1]:
+    for short in [ans.edit_commit] if ans.edit_commit else []:
         full = git.resolve(short)
         if full is not None:
             parent = git.resolve(full + "^")
@@ -207,7 +207,7 @@ def answers_of(mirror: Path, hints: tuple[str, ...] = ()) -> list[dict[str, obje
                 # what Aider's commit for this answer changed: the files of the blocks
                 # that did apply when others failed (Aider then names only the failures)
                 rec["committed"] = (git.run("diff-tree", "--no-commit-id", "--name-only", "-r",
-                                            git.resolve(ans.commits[0]) or "")
+                                            git.resolve(ans.edit_commit or "") or "")
                                     .split() if how == "commit" else [])
                 records.append(rec)
         return records

@@ -3,14 +3,16 @@
 Per answer (`judge`):
 - same files: the files our parser finds edits for equal the files Aider found edits for:
   those it applied an edit to, those whose block it could not match (it names them in
-  its failure report) and, when it reports a failure, the files of its commit for the
+  its failure report), those the user would not let it create or edit ("Create new
+  file? n") and, when it reports a failure, the files of its commit for the
   answer (it does not list the blocks that did apply then).  Only answers where Aider
   found edits count; paths are compared after `./` and `\\` are normalised; Aider's own
   misreads (a "file" named `export default App;`) are dropped;
 - stray: in an answer Aider applied edits from, a file our parser would create (absent
   from the tree the answer was written against) that Aider did not touch: a wrong new
-  file in the user's project.  (Answers Aider applied nothing from are left out: there
-  the user often declined, or chatted in ask mode, so a new file is no evidence.);
+  file in the user's project.  (Answers Aider applied nothing from, or reported a
+  failure for, are left out: there the user often declined, or chatted in ask mode, or
+  Aider's verdict does not list every file, so a new file is no evidence.);
 - cut: a whole-file block for an existing file of at least 20 lines that keeps at most a
   quarter of them: the file would be cut to a snippet;
 - placeholder: a whole-file block whose content is a placeholder ("[Contents of App.tsx
@@ -77,12 +79,28 @@ def answer_format(text: str) -> str:
 
 
 def norm(path: str) -> str:
-    return path.strip().replace("\\", "/").removeprefix("./")
+    """`./a`, `a\\b` (Windows, as Aider prints it there) -> `a/b`; a markdown escape
+    (`\\_index.tsx`) is left alone: it is not a separator."""
+    p = path.strip()
+    p = re.sub(r"\\(?=[A-Za-z0-9])", "/", p)
+    return p.removeprefix("./")
 
 
 def plausible(path: str) -> bool:
     """Aider itself sometimes 'applies' to a line of code it took for a file name."""
     return bool(path) and not any(c.isspace() for c in path) and not path.endswith(";")
+
+
+def _named_on_own_line(text: str, base: str) -> bool:
+    """Whether some line is just a path ending in base (decorations aside), as a path
+    line before a block is; a name in a sentence does not count."""
+    for line in text.splitlines():
+        s = line.strip().strip("#*`'\":").strip()
+        if s.lower().startswith(("file:", "filename:", "path:")):
+            s = s.split(":", 1)[1].strip().strip("*`'\"")
+        if s and " " not in s and re.sub(r"[\\/]", "/", s).rsplit("/", 1)[-1] == base:
+            return True
+    return False
 
 
 def is_placeholder_text(content: str) -> bool:
@@ -106,6 +124,10 @@ class Verdict:
     placeholder: list[str] = field(default_factory=list)
     errors: int = 0
     held: int = 0
+    # why a file Aider found is not among ours: "refused" (our parser names it in an
+    # error: a cut-off block, a broken fence), "no path" (the answer never names it:
+    # Aider used the only file in its chat), "missed" (named, yet not found)
+    why: dict[str, str] = field(default_factory=dict)
 
     @property
     def same(self) -> bool:
@@ -113,34 +135,45 @@ class Verdict:
 
 
 def _parse(text: str, exists: Callable[[str], bool] | None
-           ) -> tuple[list[Edit], int, int]:
-    """Edits the parser would hand on, its error count and how many blocks it held back."""
+           ) -> tuple[list[Edit], list[str], int]:
+    """Edits the parser would hand on, the paths its errors name, how many blocks it held."""
     kwargs: dict[str, Any] = {}
     if exists is not None and "exists" in inspect.signature(StreamingParser).parameters:
         kwargs["exists"] = exists
     p = StreamingParser(**kwargs)
     edits = p.feed(text) + p.finish()
-    held = len(getattr(p, "held", []) or [])
-    return edits, len(p.errors), held
+    held = getattr(p, "held", []) or []
+    named = [norm(e.path) for e in p.errors if e.path] + [norm(h.path) for h in held]
+    return edits, named, len(held)
 
 
 def judge(rec: Mapping[str, Any]) -> Verdict:
     files: dict[str, int | None] = dict(rec.get("files") or {})
     tree_known = bool(rec.get("tree_commit"))
     exists = (lambda p: norm(p) in files) if tree_known else None
-    edits, n_err, n_held = _parse(rec["text"], exists)
-    found = list(rec.get("applied") or []) + list(rec.get("failed_paths") or [])
+    edits, refused, n_held = _parse(rec["text"], exists)
+    found = [*(rec.get("applied") or []), *(rec.get("failed_paths") or []),
+             *(rec.get("declined") or [])]
     if rec.get("failed"):
         found += rec.get("committed") or []
     aider = {norm(p) for p in found if plausible(norm(p))}
     v = Verdict(family=family(rec.get("model", "")), fmt=answer_format(rec["text"]),
                 aider_format=rec.get("edit_format") or "?", ours={norm(e.path) for e in edits},
-                aider=aider, applied=bool(aider), tree_known=tree_known, errors=n_err,
-                held=n_held)
+                aider=aider, applied=bool(aider), tree_known=tree_known,
+                errors=len(refused), held=n_held)
+    for p in sorted(aider - v.ours):
+        base = p.rsplit("/", 1)[-1]
+        if any(r == p or r.rsplit("/", 1)[-1] == base for r in refused):
+            v.why[p] = "refused"
+        elif not _named_on_own_line(rec["text"], base):
+            v.why[p] = "no path"
+        else:
+            v.why[p] = "missed"
     for e in edits:
         p = norm(e.path)
         present = p in files
-        if v.applied and tree_known and not present and p not in aider and p not in v.stray:
+        if (v.applied and not rec.get("failed") and tree_known and not present
+                and p not in aider and p not in v.stray):
             v.stray.append(p)
         if e.kind == "whole_file":
             if is_placeholder_text(e.replace):
@@ -163,6 +196,10 @@ class Row:
     cut: int = 0
     placeholder: int = 0
     prose_edits: int = 0  # answers Aider applied nothing from, where we find edits
+    refused: int = 0  # answers not the same where we refused a file Aider wrote
+    no_path: int = 0  # ... where the answer never names a file Aider wrote
+    missed: int = 0  # ... where we missed a file the answer names
+    extra: int = 0  # ... where we find a file Aider did not
 
     def share(self) -> str:
         return f"{100 * self.same / self.answers:5.1f}%" if self.answers else "    -"
@@ -176,6 +213,12 @@ def table(verdicts: Iterable[Verdict], key: Callable[[Verdict], str]) -> dict[st
             if v.applied:
                 r.answers += 1
                 r.same += v.same
+                if not v.same:
+                    kinds = set(v.why.values())
+                    r.refused += "refused" in kinds
+                    r.no_path += "no path" in kinds
+                    r.missed += "missed" in kinds
+                    r.extra += bool(v.ours - v.aider)
             elif v.ours:
                 r.prose_edits += 1
             r.stray += bool(v.stray)
@@ -193,4 +236,17 @@ def render(rows: Mapping[str, Row], title: str) -> str:
         r = rows[k]
         out.append(f"| {k} | {r.answers} | {r.share().strip()} | {r.stray} | {r.cut} | "
                    f"{r.placeholder} | {r.prose_edits} |")
+    return "\n".join(out)
+
+
+def render_why(rows: Mapping[str, Row], title: str) -> str:
+    """Why answers were not the same: an answer may count under several reasons."""
+    out = [(f"| {title} | not the same | we refused a file Aider wrote | answer never names "
+           "the file | missed a named file | found a file Aider did not |"),
+           "|---|---:|---:|---:|---:|---:|"]
+    order = sorted((k for k in rows if k != "all"), key=lambda k: -rows[k].answers)
+    for k in [*order, "all"]:
+        r = rows[k]
+        out.append(f"| {k} | {r.answers - r.same} | {r.refused} | {r.no_path} | {r.missed} "
+                   f"| {r.extra} |")
     return "\n".join(out)

@@ -19,8 +19,8 @@ from typing import Any
 
 SAMPLE = Path(__file__).with_name("sample.jsonl.gz")
 _KEEP = ("repo", "log_path", "log_commit", "licence", "index", "session_start", "model",
-         "edit_format", "request", "text", "applied", "commits", "failed", "failed_paths",
-         "committed", "reflection",
+         "edit_format", "request", "text", "applied", "commits", "edit_commit", "failed", "failed_paths", "declined",
+         "committed", "reflection", "reformatted",
          "architect", "tree_source", "tree_commit", "files")
 
 

@@ -18,6 +18,9 @@ import pytest
 from bench.real_answers.aider_log import parse_log
 from bench.real_answers.measure import Verdict, family, is_placeholder_text, judge, table
 from bench.real_answers.sample import SAMPLE, load_sample
+from core.edits.parser import StreamingParser
+from core.edits.proposal import build_proposal
+from core.workspace.files import Workspace
 
 # Measured on the sample when the floor was set; raise it when the parser improves.
 SAME_FILES_FLOOR = 0.97
@@ -25,7 +28,7 @@ SAME_FILES_FLOOR = 0.97
 
 @pytest.fixture(scope="module")
 def verdicts() -> list[tuple[dict, Verdict]]:
-    records = [r for r in load_sample() if not r.get("architect")]
+    records = [r for r in load_sample() if not r.get("architect") and not r.get("reformatted")]
     return [(r, judge(r)) for r in records]
 
 
@@ -53,14 +56,86 @@ def test_no_stray_files(verdicts: list[tuple[dict, Verdict]]) -> None:
     assert stray == []
 
 
-def test_no_file_cut_to_a_snippet(verdicts: list[tuple[dict, Verdict]]) -> None:
-    cut = [(r["repo"], r["index"], v.cut) for r, v in verdicts if v.cut]
-    assert cut == []
+def _unguarded_cuts(rec: dict, tmp: Path) -> list[str]:
+    """Files a whole-file block would cut to a snippet WITHOUT the deletion-heavy second
+    key: each cut file is laid out with its real line count (distinct lines, since the
+    sample keeps counts, not content) and the answer goes through build_proposal."""
+    v = judge(rec)
+    cut = [c.split(" (")[0] for c in v.cut]
+    if not cut:
+        return []
+    for rel in cut:
+        target = tmp / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("".join(f"original line {i}\n" for i in range(rec["files"][rel])))
+    parser = StreamingParser()
+    proposal = build_proposal(Workspace(tmp), parser.feed(rec["text"]) + parser.finish())
+    return [f.path for f in proposal.files if f.path in cut and not f.deletion_heavy]
+
+
+def test_no_file_cut_to_a_snippet_without_the_second_key(
+        verdicts: list[tuple[dict, Verdict]], tmp_path: Path) -> None:
+    unguarded = []
+    for i, (r, v) in enumerate(verdicts):
+        if v.cut:
+            unguarded += _unguarded_cuts(r, tmp_path / str(i))
+    assert unguarded == []
+
+
+def test_cut_guard_sees_a_real_cut(tmp_path: Path) -> None:
+    """The check above can fail: a snippet for a 300-line file is a cut, and only the
+    deletion-heavy flag keeps it from being written."""
+    rec = {"text": "src/big.py\n```python\ndef f():\n    return 1\n```\n",
+           "applied": ["src/big.py"], "model": "", "tree_commit": "f" * 40,
+           "files": {"src/big.py": 300}}
+    assert judge(rec).cut == ["src/big.py (300 -> 2 lines)"]
+    assert _unguarded_cuts(rec, tmp_path) == []  # flagged, so not unguarded
 
 
 def test_no_placeholder_written(verdicts: list[tuple[dict, Verdict]]) -> None:
     found = [(r["repo"], r["index"], v.placeholder) for r, v in verdicts if v.placeholder]
     assert found == []
+
+
+# -- shapes seen in the full corpus (not redistributable, so rewritten here) ---------
+
+
+def _paths(text: str) -> list[str]:
+    parser = StreamingParser()
+    return [e.path for e in parser.feed(text) + parser.finish()]
+
+
+def test_trailing_divider_before_replace_marker() -> None:
+    """claude-sonnet-4-5 closes REPLACE with a second '=======' (Aider accepts it)."""
+    text = ("src/canvas.py\n````python\n<<<<<<< SEARCH\n        self.points = []\n=======\n"
+            "        self.vertices = []\n=======\n>>>>>>> REPLACE\n````\n")
+    parser = StreamingParser()
+    (edit,) = parser.feed(text) + parser.finish()
+    assert edit.replace == "        self.vertices = []\n"
+
+
+@pytest.mark.xfail(reason="edits-parse: in a Windows path line a backslash before '_' or "
+                          "'(' is a markdown escape, not a folder separator", strict=False)
+def test_windows_path_with_markdown_escapes() -> None:
+    text = ("app\\routes\\($locale).account\\_.authorize.tsx\n```tsx\n<<<<<<< SEARCH\n"
+            "a\n=======\nb\n>>>>>>> REPLACE\n```\n")
+    assert _paths(text) == ["app/routes/($locale).account_.authorize.tsx"]
+
+
+def test_windows_path_line() -> None:
+    text = ("app\\components\\SearchForm.tsx\n```tsx\n<<<<<<< SEARCH\na\n=======\nb\n"
+            ">>>>>>> REPLACE\n```\n")
+    assert _paths(text) in (["app/components/SearchForm.tsx"], [])  # never a '\\' name
+
+
+@pytest.mark.xfail(reason="edits-parse: a model's reasoning (<think>, Aider's "
+                          "<thinking-content-...>) is read for edits", strict=False)
+def test_reasoning_is_never_read_as_edits() -> None:
+    text = ("<think>\nThe file should become:\n\nnotes.md\n```\n# Draft\n```\n</think>\n\n"
+            "notes.md\n```\n# Notes\n\nFinal.\n```\n")
+    parser = StreamingParser()
+    edits = parser.feed(text) + parser.finish()
+    assert [(e.path, e.replace) for e in edits] == [("notes.md", "# Notes\n\nFinal.\n")]
 
 
 # -- the measuring tools themselves --------------------------------------------------
