@@ -229,17 +229,21 @@ def config_layers(*, config_file: Path | None = None,
                   project_root: Path | None = None) -> list[Path]:
     """The files read, lowest precedence first. An explicit ``config_file`` must exist."""
     layers: list[Path] = [BUILTIN_FILE]
+    demo = is_demo_project(project_root)
     if config_file is not None:
         config_file = Path(config_file).expanduser()
         if not config_file.exists():
             raise ConfigError(f"{config_file}: config file not found")
+        if demo:  # an explicit --config is asked for: it may point the demo at a model
+            layers.append(DEMO_PROFILES_FILE)
         layers.append(config_file)
-    elif user_config_file().is_file():
-        layers.append(user_config_file())
-    if is_demo_project(project_root):
-        # after the user's config: in the demo, 'spark' and 'base' are the recordings even
-        # for a user whose own 'spark' is a real model (their other profiles stay)
-        layers.append(DEMO_PROFILES_FILE)
+    else:
+        if user_config_file().is_file():
+            layers.append(user_config_file())
+        if demo:
+            # after the user's config: in the demo, 'spark' and 'base' are the recordings
+            # even for a user whose own 'spark' is a real model (their other profiles stay)
+            layers.append(DEMO_PROFILES_FILE)
     if project_root is not None and (Path(project_root) / PROJECT_FILE).is_file():
         layers.append(Path(project_root) / PROJECT_FILE)
     return layers

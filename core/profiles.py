@@ -103,6 +103,11 @@ def _merge_layer(path: Path, doc: dict[str, Any], raw: dict[str, dict[str, Any]]
         if not isinstance(body, dict):
             raise ConfigError(f"{path}: {where}: must be a table")
         entry = raw.setdefault(name, {"__file__": path})
+        if "backend" in body and entry.get("backend", body["backend"]) != body["backend"]:
+            # another backend is another thing: a replay profile's cassettes and chip must
+            # not survive into the endpoint that replaces it (nor the reverse)
+            entry.clear()
+            entry["__file__"] = path
         for key, value in body.items():
             if key not in _PROFILE_TYPES:
                 raise _config.unknown_field(path, where, key, _PROFILE_TYPES)

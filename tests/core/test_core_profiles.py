@@ -189,3 +189,15 @@ def test_serve_missing_env_var_exit_2_names_everything(tmp_path):
     assert "\n" not in line and "Traceback" not in line
     assert str(bad) in line and "profile 'cloud'" in line and "'api_key_env'" in line
     assert "SPARK_TEST_ABSENT_KEY" in line
+
+
+def test_explicit_config_points_the_demo_at_a_model_without_mixing(tmp_path):
+    (tmp_path / ".spark").mkdir()
+    (tmp_path / ".spark" / "demo").write_text("demo\n")
+    cfg_file = tmp_path / "live.toml"
+    cfg_file.write_text('[profiles.spark]\nbackend = "openai"\nbase_url = "http://127.0.0.1:9/v1"\n'
+                        'api_model = "m"\n')
+    cfg = load_config(config_file=cfg_file, project_root=tmp_path, env={})
+    spark = cfg.profiles["spark"]
+    assert spark.backend == "openai" and spark.cassettes == () and spark.chip is None
+    assert cfg.profiles["base"].backend == "replay"  # the demo's other profile stays
