@@ -39,10 +39,13 @@ def pagerank(
     damping: float = 0.85,
     max_iter: int = 100,
     tol: float = 1e-9,
+    start: np.ndarray | None = None,
 ) -> np.ndarray:
     """Stationary distribution of a random walk that restarts at `personal` (uniform if None).
 
     Mass at nodes without out-edges restarts at `personal` too, so the result sums to 1.
+    `start` (e.g. the previous prompt's ranks on the same graph) is where the iteration
+    begins: the same answer, in fewer iterations when the focus barely moved.
     """
     n = graph.size
     if n == 0:
@@ -52,7 +55,7 @@ def pagerank(
     else:
         p = np.asarray(personal, dtype=np.float64)
         p = p / p.sum()
-    x = p.copy()
+    x = p.copy() if start is None or len(start) != n else np.asarray(start, dtype=np.float64)
     for _ in range(max_iter):
         flow = np.bincount(graph.dst, weights=graph.weight * x[graph.src], minlength=n)
         restart = (1.0 - damping) + damping * x[graph.dangling].sum()

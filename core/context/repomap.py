@@ -15,6 +15,7 @@ and renders the top lines until the budget is spent.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import os
 import re
@@ -167,6 +168,8 @@ class RepoMap:
         self._vocab = RefVocab()
         self._graph: MapGraph | None = None
         self._signatures: dict[str, tuple[int, dict[int, tagmod.Definition]]] = {}
+        self._exact_sigs: dict[str, tuple[MapGraph, dict[int, tagmod.Definition]]] = {}
+        self._last_ranks: tuple[MapGraph, np.ndarray] | None = None  # warm start for the next prompt
         # fed by a background indexer (core.indexing) instead of scanning in this process
         self._external = False
         self._on_event: Callable[[str], None] | None = None
@@ -190,6 +193,7 @@ class RepoMap:
                 self._all_files = set(files)
             if graph is not None:
                 self._graph = graph
+                self._exact_sigs.clear()
             if progress is not None:
                 self._progress = progress
 
@@ -319,8 +323,11 @@ class RepoMap:
             self._ensure_built()
             state = self._graph_state()
             chat = [state.file_index[r] for r in set(chat_files) if r in state.file_index]
+            last = self._last_ranks
             ranks = pagerank(state.graph, self._personalisation(
-                state, chat, mentioned_files, mentioned_names))
+                state, chat, mentioned_files, mentioned_names),
+                start=last[1] if last is not None and last[0] is state else None)
+            self._last_ranks = (state, ranks)
             ident_rank = np.where(state.def_ident >= 0, ranks[state.def_ident], 0.0)
             score = ranks[state.def_file] * state.def_scale + ident_rank * state.def_share
             score *= state.def_factor
@@ -397,12 +404,12 @@ class RepoMap:
                 if exact is None:
                     continue  # e.g. a nested helper or a `def` inside a string
                 lines = chosen.get(entry.path)
-                cost = 0 if lines is not None else estimate_tokens(entry.path + ":\n")
+                cost = 0 if lines is not None else _tokens_of(entry.path + ":\n")
                 additions = [exact] + [
                     p for p in _parents(sigs, exact)
                     if lines is None or p.line not in lines
                 ]
-                cost += sum(estimate_tokens(_line(d)) for d in additions)
+                cost += sum(_tokens_of(_line(d)) for d in additions)
                 if spent + cost > budget:
                     misses += 1
                     if spent >= budget * 0.95 or misses > 50:
@@ -435,7 +442,10 @@ class RepoMap:
         if scan is not None and not self._external:
             mtime_ns, size, lang, defs = scan.mtime_ns, scan.size, scan.tags.lang, scan.tags.defs
         elif self._graph is not None and self._graph.exact:  # indexed with exact signatures
-            return {d.line: d for d in self._graph.defs_of(rel)}
+            exact = self._exact_sigs.get(rel)
+            if exact is None or exact[0] is not self._graph:
+                exact = self._exact_sigs[rel] = (self._graph, {d.line: d for d in self._graph.defs_of(rel)})
+            return exact[1]
         else:  # an indexed file: its definitions come from the graph, its state from disk
             try:
                 st = os.stat(self.root / rel)
@@ -606,6 +616,12 @@ def _parents(sigs: dict[int, tagmod.Definition], d: tagmod.Definition) -> list[t
             out.append(candidate)
             depth = candidate.depth
     return out
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _tokens_of(line: str) -> int:
+    """Tokens of one map line; the same lines come back request after request."""
+    return estimate_tokens(line)
 
 
 def _line(d: tagmod.Definition) -> str:
