@@ -196,6 +196,8 @@ class Row:
     cut: int = 0
     placeholder: int = 0
     prose_edits: int = 0  # answers Aider applied nothing from, where we find edits
+    named: int = 0  # answers that name every file Aider found (on a path line)
+    named_same: int = 0
     refused: int = 0  # answers not the same where we refused a file Aider wrote
     no_path: int = 0  # ... where the answer never names a file Aider wrote
     missed: int = 0  # ... where we missed a file the answer names
@@ -203,6 +205,9 @@ class Row:
 
     def share(self) -> str:
         return f"{100 * self.same / self.answers:5.1f}%" if self.answers else "    -"
+
+    def named_share(self) -> str:
+        return f"{100 * self.named_same / self.named:.1f}%" if self.named else "-"
 
 
 def table(verdicts: Iterable[Verdict], key: Callable[[Verdict], str]) -> dict[str, Row]:
@@ -213,6 +218,9 @@ def table(verdicts: Iterable[Verdict], key: Callable[[Verdict], str]) -> dict[st
             if v.applied:
                 r.answers += 1
                 r.same += v.same
+                if "no path" not in v.why.values():
+                    r.named += 1
+                    r.named_same += v.same
                 if not v.same:
                     kinds = set(v.why.values())
                     r.refused += "refused" in kinds
@@ -228,14 +236,14 @@ def table(verdicts: Iterable[Verdict], key: Callable[[Verdict], str]) -> dict[st
 
 
 def render(rows: Mapping[str, Row], title: str) -> str:
-    out = [(f"| {title} | answers Aider found edits in | same files | stray | cut | "
-            "placeholder | edits where Aider applied none |"),
-           "|---|---:|---:|---:|---:|---:|---:|"]
+    out = [(f"| {title} | answers Aider found edits in | same files | same, where the answer "
+            "names its files | stray | cut | placeholder | edits where Aider applied none |"),
+           "|---|---:|---:|---:|---:|---:|---:|---:|"]
     order = sorted((k for k in rows if k != "all"), key=lambda k: -rows[k].answers)
     for k in [*order, "all"]:
         r = rows[k]
-        out.append(f"| {k} | {r.answers} | {r.share().strip()} | {r.stray} | {r.cut} | "
-                   f"{r.placeholder} | {r.prose_edits} |")
+        out.append(f"| {k} | {r.answers} | {r.share().strip()} | {r.named_share()} | "
+                   f"{r.stray} | {r.cut} | {r.placeholder} | {r.prose_edits} |")
     return "\n".join(out)
 
 
