@@ -171,10 +171,11 @@ class Workstation:
             self.answers.append(run)
         if review is not None:
             self.record_review(review)
+            self.recorder.review(run.request_id, slop_findings=review.slop_findings,
+                                 added_lines=review.added_lines)
             for finding in review.findings:
                 if finding.kind in {"duplicate", "slop", "secret", "sensitive"}:
-                    self.recorder.finding(finding.kind, detail=finding.message,
-                                          score=1.0 if finding.kind == "slop" else None)
+                    self.recorder.finding(finding.kind, detail=finding.message)
         if timing_recorded:  # a variation or batch task recorded its own stream already
             return
         self.recorder.answer_done(

@@ -77,7 +77,7 @@ def format_text(report: SessionReport, width: int = 60) -> str:
         + (f" ({r.base_speedup:.1f}x longer)" if r.base_speedup else "")
         + f"  [{r.base_source}]",
         "",
-        (f"caught  slop {r.slop_findings} (score {r.slop_score:g})   duplicates {r.duplicates}"
+        (f"caught  slop {r.slop_findings} ({r.slop_score:.1f}/100 lines)   duplicates {r.duplicates}"
          f"   secrets {r.secrets}   sensitive paths {r.sensitive}"),
     ]
     if r.timeline:

@@ -144,6 +144,12 @@ class SessionRecorder:
         return self.record("hunk_reverted", at, hunk_id=hunk_id, request_id=request_id,
                            reason=reason)
 
+    def review(self, request_id: str, *, slop_findings: int, added_lines: int,
+               at: float | None = None) -> dict[str, Any]:
+        """One answer's review: the status bar's slop figure and the report's come from these."""
+        return self.record("review", at, request_id=request_id, slop_findings=slop_findings,
+                           added_lines=added_lines)
+
     def finding(self, kind: str, *, path: str | None = None, detail: str = "",
                 score: float | None = None, at: float | None = None) -> dict[str, Any]:
         """A guard or detector fired: ``kind`` is duplicate, slop, secret, sensitive or
@@ -188,6 +194,10 @@ def find_session(root: Path, session: str | None) -> Path:
         found = list_sessions(root)
         if not found:
             raise RecorderError(f"no recorded sessions under {sessions_dir(root)}")
+        # the latest session that sent something: a reopen that sent nothing is not "the last session"
+        for path in reversed(found):
+            if any(e.get("type") == "prompt" for e in load_events(path)[0]):
+                return path
         return found[-1]
     as_path = Path(session)
     if as_path.suffix == ".jsonl" and as_path.is_file():

@@ -166,6 +166,9 @@ def build_report(events: list[dict[str, Any]], base: BaseRates | None = None, *,
     answer_end: dict[str, float] = {}
     last_decision: dict[str, float] = {}
     counts = {"shown": 0, "accepted": 0, "rejected": 0, "unread": 0}
+    shown: set[tuple[str, str]] = set()
+    final: dict[tuple[str, str], dict[str, Any] | None] = {}
+    reviews = review_slop = review_lines = 0
     tokens = prompt_tokens = added = removed = 0
     slop = 0.0
     found = {"slop": 0, "duplicate": 0, "secret": 0, "sensitive": 0}
@@ -191,25 +194,23 @@ def build_report(events: list[dict[str, Any]], base: BaseRates | None = None, *,
             answer_end[rid] = t
         elif kind == "hunk_shown":
             hid = str(e.get("hunk_id"))
-            if hid not in hunk_request:
-                counts["shown"] += 1
-                hunk_request[hid] = rid
+            key = (rid, hid)  # a hunk id repeats when two answers propose the same change
+            hunk_request[hid] = rid
+            if key not in shown:
+                shown.add(key)
                 if rid in answers:
                     answers[rid].hunks_shown += 1
-        elif kind == "hunk_decided":
+        elif kind in ("hunk_decided", "hunk_reverted"):
             hid = str(e.get("hunk_id"))
-            req = hunk_request.get(hid)
-            ok = bool(e.get("accepted"))
-            counts["accepted" if ok else "rejected"] += 1
-            if ok:
-                counts["unread"] += bool(e.get("unread"))
-                added += int(_num(e.get("added")))
-                removed += int(_num(e.get("removed")))
-            if req is not None:
+            req = str(e.get("request_id") or hunk_request.get(hid, ""))
+            # the last word on each hunk counts: an accept undone is no longer an accept
+            final[(req, hid)] = e if kind == "hunk_decided" else None
+            if kind == "hunk_decided" and req:
                 last_decision[req] = max(last_decision.get(req, t), t)
-                if req in answers:
-                    setattr(answers[req], "accepted" if ok else "rejected",
-                            getattr(answers[req], "accepted" if ok else "rejected") + 1)
+        elif kind == "review":
+            reviews += 1
+            review_slop += int(_num(e.get("slop_findings")))
+            review_lines += int(_num(e.get("added_lines")))
         elif kind == "finding":
             fk = e.get("kind")
             if fk in found:
@@ -220,6 +221,25 @@ def build_report(events: list[dict[str, Any]], base: BaseRates | None = None, *,
                 growth = float(e["score"])
         elif kind == "fresh_context":
             fresh += 1
+
+    counts["shown"] = len(shown)
+    for (req, _hid), decision in final.items():
+        if decision is None:
+            continue
+        ok = bool(decision.get("accepted"))
+        counts["accepted" if ok else "rejected"] += 1
+        if ok:
+            counts["unread"] += bool(decision.get("unread"))
+            added += int(_num(decision.get("added")))
+            removed += int(_num(decision.get("removed")))
+        if req in answers:
+            if ok:
+                answers[req].accepted += 1
+            else:
+                answers[req].rejected += 1
+    if reviews:  # the status bar's figure, from the same records: findings per 100 added lines
+        found["slop"] = review_slop
+        slop = 100.0 * review_slop / review_lines if review_lines else 0.0
 
     wait_u = union(wait)
     review = [(answer_end[r], last_decision[r]) for r in answer_end if r in last_decision]

@@ -372,6 +372,21 @@ class LoopMachine(RuleBasedStateMachine):
         recorded = self._recorded_accepts(answer)
         shown_accepted = {h.id for h in hunks if _answer_state(answer, h.id) in {"accepted", "written"}}
         assert recorded == shown_accepted, f"record says accepted {sorted(recorded)}, screen {sorted(shown_accepted)}"
+        # the session report is built from the same records: its row for this answer and its
+        # slop figure agree with the screen and the status bar
+        from core.report.recorder import load_events
+        from core.report.report import build_report
+
+        report = build_report(load_events(self.app.station.recorder.path)[0])
+        rows = {a.request_id: a for a in report.answer_list}
+        row = rows.get(answer.request_id)
+        if row is not None:
+            assert (row.accepted, row.rejected) == (written, rejected), \
+                f"report row says {row.accepted} accepted / {row.rejected} rejected, the screen {written} / {rejected}"
+        assert report.hunks_accepted + report.hunks_rejected <= report.hunks_shown
+        m = re.search(r"slop ([\d.]+)/100 lines", status_text)
+        if m and report.slop_findings:
+            assert m.group(1) == f"{report.slop_score:.1f}", f"status bar slop {m.group(1)}, report {report.slop_score:.1f}"
         # a failed stream says so where the hunks would be
         if getattr(answer, "error", None):
             assert "proposes no change" not in notes, "a failed stream reads as 'no change'"

@@ -153,3 +153,43 @@ def test_cli_report_json_and_text(tmp_path, monkeypatch, capsys):
     assert spark(["report", "nope", "--root", str(tmp_path)]) == 2
     assert spark(["report", "--root", str(tmp_path), "--list", "--json"]) == 0
     assert [s["id"] for s in json.loads(capsys.readouterr().out)] == ["demo"]
+
+
+def test_latest_session_skips_one_that_sent_nothing(tmp_path):
+    """`spark report` reads the last session that sent a prompt, not an empty reopen."""
+    import os
+
+    from core.report.recorder import SessionRecorder, find_session
+
+    used = SessionRecorder(tmp_path, session_id="used")
+    used.prompt("r1", "add a flag", "spark")
+    empty = SessionRecorder(tmp_path, session_id="empty")
+    os.utime(empty.path, (used.path.stat().st_mtime + 5,) * 2)
+    assert find_session(tmp_path, None) == used.path
+
+
+def test_an_undone_accept_no_longer_counts_and_repeated_hunk_ids_stay_apart():
+    """The last word on each (answer, hunk) counts: shown, accepted and rejected add up."""
+    from core.report.report import build_report
+
+    events = [
+        {"t": 1, "type": "prompt", "request_id": "a", "text": "p", "profile": "spark"},
+        {"t": 2, "type": "answer_done", "request_id": "a", "tokens": 10, "elapsed_s": 1},
+        {"t": 3, "type": "hunk_shown", "hunk_id": "h1", "request_id": "a"},
+        {"t": 3, "type": "hunk_shown", "hunk_id": "h2", "request_id": "a"},
+        {"t": 4, "type": "hunk_decided", "hunk_id": "h1", "request_id": "a", "accepted": True, "added": 3},
+        {"t": 4, "type": "hunk_decided", "hunk_id": "h2", "request_id": "a", "accepted": False},
+        {"t": 5, "type": "hunk_reverted", "hunk_id": "h1", "request_id": "a"},
+        {"t": 6, "type": "prompt", "request_id": "b", "text": "p", "profile": "spark"},
+        {"t": 7, "type": "answer_done", "request_id": "b", "tokens": 10, "elapsed_s": 1},
+        {"t": 8, "type": "hunk_shown", "hunk_id": "h1", "request_id": "b"},
+        {"t": 9, "type": "hunk_decided", "hunk_id": "h1", "request_id": "b", "accepted": True, "added": 3},
+        {"t": 9, "type": "review", "request_id": "b", "slop_findings": 1, "added_lines": 20},
+    ]
+    report = build_report(events)
+    assert (report.hunks_shown, report.hunks_accepted, report.hunks_rejected) == (3, 1, 1)
+    assert report.hunks_accepted + report.hunks_rejected <= report.hunks_shown
+    rows = {a.request_id: (a.hunks_shown, a.accepted, a.rejected) for a in report.answer_list}
+    assert rows == {"a": (2, 0, 1), "b": (1, 1, 0)}
+    assert report.lines_added == 3
+    assert report.slop_findings == 1 and report.slop_score == 5.0  # per 100 added lines, as the status bar
