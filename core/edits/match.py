@@ -59,7 +59,8 @@ def split_lines(text: str) -> list[str]:
 
 def norm(s: str) -> str:
     """A line with its whitespace runs collapsed and ends stripped (the loose key)."""
-    return " ".join(s.split())
+    t = s.strip()
+    return t if "  " not in t and "\t" not in t else " ".join(t.split())
 
 
 def find_exact(lines: Sequence[str], needle: Sequence[str]) -> list[int]:
@@ -82,13 +83,20 @@ def find_exact(lines: Sequence[str], needle: Sequence[str]) -> list[int]:
         i += 1
 
 
-class _Loose:
-    """The file's non-blank lines, normalised, with their line numbers."""
+class LooseIndex:
+    """The file's non-blank lines, normalised, with their line numbers (built once per
+    state of the file: callers that match several edits keep it until they write)."""
 
     def __init__(self, lines: Sequence[str]) -> None:
         self.lines = lines
-        self.index = [i for i, s in enumerate(lines) if s.strip()]
-        self.keys = [norm(lines[i]) for i in self.index]
+        self.index: list[int] = []
+        self.keys: list[str] = []
+        for i, s in enumerate(lines):
+            t = s.strip()
+            if t:
+                self.index.append(i)
+                self.keys.append(t if "  " not in t and "\t" not in t
+                                 else " ".join(t.split()))
 
     def window(self, k: int, n: int, search: Sequence[str]) -> tuple[int, int]:
         """File lines of non-blank lines k..k+n, widened over as many blank lines as
@@ -105,7 +113,7 @@ class _Loose:
 
 def find(lines: Sequence[str], search: Sequence[str], *, path: str = "?",
          threshold: float = FUZZY_THRESHOLD, tiebreak: TieBreak | None = None,
-         exact_only: bool = False) -> Match:
+         exact_only: bool = False, index: LooseIndex | None = None) -> Match:
     """Find `search` in `lines`; raise MatchError naming `path` when it is not unique."""
     hits = [(h, h + len(search)) for h in find_exact(lines, search)]
     if hits:
@@ -116,7 +124,7 @@ def find(lines: Sequence[str], search: Sequence[str], *, path: str = "?",
     if not needle:
         raise MatchError(f"{path}: the SEARCH text is only blank lines and is not in the "
                          f"file as written; it names no place")
-    loose = _Loose(lines)
+    loose = index if index is not None else LooseIndex(lines)
     starts = find_exact(loose.keys, needle)
     if starts:
         hits = [loose.window(k, len(needle), search) for k in starts]
@@ -153,7 +161,7 @@ def _one(hits: list[tuple[int, int]], how: str, lines: Sequence[str],
     return Match(chosen[0], chosen[1], how)
 
 
-def _fuzzy(loose: _Loose, needle: list[str]) -> list[tuple[float, int, int]]:
+def _fuzzy(loose: LooseIndex, needle: list[str]) -> list[tuple[float, int, int]]:
     """(score, first non-blank index, length) of the scored windows, best first."""
     keys = loose.keys
     n = len(needle)
@@ -162,17 +170,27 @@ def _fuzzy(loose: _Loose, needle: list[str]) -> list[tuple[float, int, int]]:
     target = "\n".join(s[:_PROBE_CHARS] for s in needle)
     scored: list[tuple[float, int, int]] = []
     seen: set[tuple[int, int]] = set()
-    for base in _candidates(keys, needle):
-        for start in (base - 1, base, base + 1):
+
+    def score(start: int, length: int, cutoff: float) -> None:
+        if length < 1 or start < 0 or start + length > len(keys) \
+                or (start, length) in seen:
+            return
+        seen.add((start, length))
+        text = "\n".join(s[:_PROBE_CHARS] for s in keys[start:start + length])
+        got = fuzz.ratio(target, text, score_cutoff=cutoff * 100) / 100
+        if got:
+            scored.append((got, start, length))
+
+    bases = sorted(_candidates(keys, needle))
+    for base in bases:  # first pass: each candidate as voted
+        score(base, n, 0.5)
+    if not scored:
+        return []
+    floor = max(0.5, max(t[0] for t in scored) - 2 * FUZZY_MARGIN - 0.05)
+    for _sc, base, _ln in [t for t in scored if t[0] >= floor]:
+        for start in (base - 1, base, base + 1):  # then its neighbours and lengths
             for length in (n - 1, n, n + 1):
-                if length < 1 or start < 0 or start + length > len(keys) \
-                        or (start, length) in seen:
-                    continue
-                seen.add((start, length))
-                text = "\n".join(s[:_PROBE_CHARS] for s in keys[start:start + length])
-                score = fuzz.ratio(target, text, score_cutoff=50) / 100
-                if score:
-                    scored.append((score, start, length))
+                score(start, length, floor)
     scored.sort(key=lambda t: (-t[0], abs(t[2] - n), t[1]))
     return scored
 

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from core.edits.hunks import Hunk, apply_hunks, make_hunks_tracked, rebase_hunk
-from core.edits.match import MatchError, find, find_exact, norm, split_lines
+from core.edits.match import LooseIndex, MatchError, find, find_exact, norm, split_lines
 from core.edits.parser import Edit
 from core.edits.place import FENCE_LINE, PlaceError, hunk_opcodes, place, strip_fences
 from core.workspace.files import Workspace, WorkspaceError
@@ -142,6 +142,7 @@ class FileEditor:
         self.origin: list[int | None] = list(range(len(self.lines)))
         self.final_newline = old_text.endswith("\n") if old_text else True
         self.no_trailing_space = all(s == s.rstrip() for s in self.lines)
+        self._loose: LooseIndex | None = None
 
     def text(self) -> str:
         if not self.lines:
@@ -151,7 +152,13 @@ class FileEditor:
         blank_end = not self.final_newline and self.lines[-1] == ""
         return "\n".join(self.lines) + ("\n" if self.final_newline or blank_end else "")
 
+    def _index(self) -> LooseIndex:
+        if self._loose is None:
+            self._loose = LooseIndex(self.lines)
+        return self._loose
+
     def _splice(self, start: int, end: int, new: list[str]) -> None:
+        self._loose = None
         # lines the placement kept from the file keep their origin (they are the file's)
         old, old_origin = self.lines[start:end], self.origin[start:end]
         self.lines[start:end] = new
@@ -213,7 +220,7 @@ class FileEditor:
         wrapped = bool(search) and bool(FENCE_LINE.match(search[0]) or
                                         FENCE_LINE.match(search[-1]))
         m = find(self.lines, search, path=self.path, tiebreak=self._tiebreak(edit, search),
-                 exact_only=wrapped)
+                 exact_only=wrapped, index=self._index() if not wrapped else None)
         if m.how == "fuzzy" and any(o is None for o in self.origin[m.start:m.end]):
             raise MatchError(f"{self.path}: SEARCH text not found exactly; the closest "
                              f"lines ({m.start + 1}-{m.end}) overlap what an earlier "

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,6 +56,8 @@ def _functions() -> list[list[str]]:
 
 
 FUNCS = _functions()
+# SPARK_PROPERTY_SCALE=20 runs twenty times the examples (a soak run, not for CI)
+SCALE = int(os.environ.get("SPARK_PROPERTY_SCALE", "1"))
 
 
 def _indent(s: str) -> str:
@@ -176,7 +179,7 @@ def _pair_edit(case: Case, search: list[str], replace: list[str], drop_s: set[in
     return s_out, r_out
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=150 * SCALE, deadline=None, suppress_health_check=list(HealthCheck))
 @given(case=cases(), how=st.sampled_from(["none", "deeper", "shallower", "tabs"]),
        n=st.sampled_from([1, 2, 4, 8]), data=st.data())
 def test_any_sloppiness_is_exact_or_refused(case: Case, how: str, n: int, data) -> None:
@@ -205,7 +208,7 @@ def test_any_sloppiness_is_exact_or_refused(case: Case, how: str, n: int, data) 
     assert got is None or got == _text(case.expected)
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=100 * SCALE, deadline=None, suppress_health_check=list(HealthCheck))
 @given(case=cases(), how=st.sampled_from(["none", "deeper", "shallower", "tabs"]),
        n=st.sampled_from([2, 4]), fence=st.booleans(), trailing=st.booleans())
 def test_what_the_engine_undoes_is_applied_exactly(case: Case, how: str, n: int,
@@ -226,7 +229,7 @@ def test_what_the_engine_undoes_is_applied_exactly(case: Case, how: str, n: int,
     assert got == _text(case.expected)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=60 * SCALE, deadline=None, suppress_health_check=list(HealthCheck))
 @given(case=cases(tabs_file=True), data=st.data())
 def test_tab_indented_file_and_space_indented_answer(case: Case, data) -> None:
     spaced = [(" " * 4 * len(_indent(s).rstrip(" ")) + s.lstrip("\t"))
@@ -237,7 +240,7 @@ def test_tab_indented_file_and_space_indented_answer(case: Case, data) -> None:
     assert got is None or got == _text(case.expected)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=60 * SCALE, deadline=None, suppress_health_check=list(HealthCheck))
 @given(case=cases(), wrong=st.integers(-50, 50))
 def test_blank_line_missing_from_search_only_is_written_once(case: Case, wrong: int
                                                              ) -> None:
@@ -249,7 +252,7 @@ def test_blank_line_missing_from_search_only_is_written_once(case: Case, wrong: 
     assert got == _text(case.expected)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=60 * SCALE, deadline=None, suppress_health_check=list(HealthCheck))
 @given(case=cases())
 def test_a_second_block_on_what_the_first_wrote(case: Case) -> None:
     """Blocks apply in order: a second block whose SEARCH is the first one's REPLACE."""
