@@ -210,10 +210,7 @@ class ChatContext:
     def mentioned_paths(self, prompt: str) -> list[str]:
         """Tree files the prompt names (by path, or by a file name unique in the tree)
         that are not in the chat yet, in the order mentioned."""
-        tree = self.repo_map.all_files()
-        by_name: dict[str, list[str]] = {}
-        for rel in tree:
-            by_name.setdefault(rel.rsplit("/", 1)[-1], []).append(rel)
+        by_name = self.repo_map.files_by_name()  # cached: 20k files cost ~100 ms to group
         found: list[str] = []
         for word in _PATHLIKE.findall(prompt):
             word = word.replace("\\", "/").strip(".").lstrip("/")
@@ -221,7 +218,7 @@ class ChatContext:
                 word = word[2:]
             if not word or "." not in word and "/" not in word:
                 continue
-            if word in tree:
+            if self.repo_map.has_file(word):
                 hit = word
             elif "/" not in word and len(by_name.get(word, ())) == 1:
                 hit = by_name[word][0]

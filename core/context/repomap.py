@@ -170,6 +170,8 @@ class RepoMap:
         self._signatures: dict[str, tuple[int, dict[int, tagmod.Definition]]] = {}
         self._exact_sigs: dict[str, tuple[MapGraph, dict[int, tagmod.Definition]]] = {}
         self._last_ranks: tuple[MapGraph, np.ndarray] | None = None  # warm start for the next prompt
+        self._by_name: tuple[int, dict[str, list[str]]] | None = None
+        self._by_name_stale = False
         # fed by a background indexer (core.indexing) instead of scanning in this process
         self._external = False
         self._on_event: Callable[[str], None] | None = None
@@ -191,6 +193,7 @@ class RepoMap:
         with self._lock:
             if files is not None:
                 self._all_files = set(files)
+                self._by_name_stale = True
             if graph is not None:
                 self._graph = graph
                 self._exact_sigs.clear()
@@ -210,6 +213,25 @@ class RepoMap:
         with self._lock:
             self._ensure_built()
             return set(self._all_files or ())
+
+    def files_by_name(self) -> dict[str, list[str]]:
+        """Tree files by their file name (`match.py` -> its paths), rebuilt only when the
+        listing changed: the prompt's mentions are looked up in it on every request."""
+        with self._lock:
+            self._ensure_built()
+            files = self._all_files or set()
+            if self._by_name is None or self._by_name[0] != len(files) or self._by_name_stale:
+                by_name: dict[str, list[str]] = {}
+                for rel in files:
+                    by_name.setdefault(rel.rsplit("/", 1)[-1], []).append(rel)
+                self._by_name = (len(files), by_name)
+                self._by_name_stale = False
+            return self._by_name[1]
+
+    def has_file(self, rel: str) -> bool:
+        with self._lock:
+            self._ensure_built()
+            return rel in (self._all_files or ())
 
     def source_files(self) -> list[str]:
         """Files the map reads symbols from."""
@@ -232,17 +254,21 @@ class RepoMap:
                 self._signatures.pop(rel, None)
                 if not path.is_file():
                     self._all_files.discard(rel)
+                    self._by_name_stale = True
                 elif rel not in self._all_files and not is_ignored(self.root, rel):
                     self._all_files.add(rel)
+                    self._by_name_stale = True
                 return
             if path.is_file():
                 if rel not in self._all_files:
                     if is_ignored(self.root, rel):  # asked for new files only: one git call
                         return
                     self._all_files.add(rel)
+                    self._by_name_stale = True
                 changed = self._scan_one(rel)
             else:
                 self._all_files.discard(rel)
+                self._by_name_stale = True
                 changed = self._scans.pop(rel, None) is not None
                 self._signatures.pop(rel, None)
             if changed:
@@ -253,6 +279,7 @@ class RepoMap:
         `progress(done, total)` is called per file (the CLI's progress bar)."""
         with self._lock, _gc_paused():
             self._all_files = set(list_files(self.root))
+            self._by_name_stale = True
             for rel in list(self._scans):
                 if rel not in self._all_files:
                     del self._scans[rel]
@@ -334,7 +361,7 @@ class RepoMap:
             if not any(is_test_path(state.files[i]) for i in chat):
                 score[state.def_in_tests] *= 0.2  # test helpers matter when editing tests
             score[np.isin(state.def_file, chat)] = 0.0
-            order = np.argsort(-score, kind="stable")
+            order = _best_first(score)
         for k in order:
             if score[k] <= 0:
                 return
@@ -616,6 +643,28 @@ def _parents(sigs: dict[int, tagmod.Definition], d: tagmod.Definition) -> list[t
             out.append(candidate)
             depth = candidate.depth
     return out
+
+
+TOP_K = 6000  # definitions ordered per prompt; a map of 4k tokens renders a few hundred
+
+
+def _best_first(score: np.ndarray) -> Iterator[int]:
+    """Indices by descending score (ties in index order), lazily: the best TOP_K are sorted
+    first (a partial sort: sorting 230k scores took ~200 ms of a 20k-file request) and the
+    rest only if rendering gets that far."""
+    n = len(score)
+    if n <= TOP_K:
+        yield from np.argsort(-score, kind="stable").tolist()
+        return
+    top = np.argpartition(-score, TOP_K)[:TOP_K]
+    cut = score[top].min()
+    head = np.flatnonzero(score > cut)  # strictly above the cut: all inside `top`
+    ties = np.flatnonzero(score == cut)
+    head = head[np.argsort(-score[head], kind="stable")]
+    yield from head.tolist()
+    yield from ties.tolist()
+    rest = np.flatnonzero(score < cut)
+    yield from rest[np.argsort(-score[rest], kind="stable")].tolist()
 
 
 @functools.lru_cache(maxsize=1 << 16)

@@ -30,7 +30,7 @@ from typing import Any
 
 from core.errors import SparkError
 
-CACHE_VERSION = 4
+CACHE_VERSION = 5
 APP_NAME = "sparkstation"
 
 
