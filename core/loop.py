@@ -68,7 +68,9 @@ async def stream_answer(client, run: AnswerRun, messages: list[dict], *,
     from core.client import CoreError, Info
 
     try:
-        kwargs = {} if max_tokens is None else {"max_tokens": max_tokens}
+        kwargs: dict[str, Any] = {} if max_tokens is None else {"max_tokens": max_tokens}
+        # the typed request, apart from context and rejection feedback: replay matches on it
+        kwargs["request"] = run.prompt
         stream = await client.generate(run.profile, messages, **kwargs)
     except CoreError as exc:
         run.finish("error", exc.message or str(exc), exc.code)
