@@ -121,3 +121,15 @@ def test_recorded_llamacpp_series():
     assert errors, "series too short"
     median = errors[len(errors) // 2]
     assert median < 0.5, errors  # hwmodel's CPU model was 13x (1,200%) off on this server
+
+
+def test_gap_text_names_the_forecast_its_basis_and_the_gap():
+    from hwmodel.online import gap_text
+
+    online = {"ttft_ms": 400.0, "tokens_per_s": 100.0, "basis": "online", "answers": 7}
+    assert gap_text(420.0, 90.0, online) == \
+        "pred TTFT 400 ms (+5%), 100 tok/s (-10%) [fit on 7 answers]"
+    spec = {"ttft_ms": 5220.0, "tokens_per_s": 20.0, "basis": "hwmodel"}
+    assert gap_text(400.0, None, spec) == "pred TTFT 5,220 ms (-92%), 20 tok/s [hwmodel]"
+    assert gap_text(1.0, 1.0, {"ttft_ms": None, "tokens_per_s": None}) == ""
+    assert gap_text(1.0, 1.0, None) == ""
