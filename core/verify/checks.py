@@ -15,6 +15,7 @@ the ones the file already had.  Lines shift under an edit, so problems are compa
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import re
 import subprocess
@@ -83,7 +84,12 @@ def check_texts(items: Sequence[tuple[str, str]]) -> list[list[Problem]]:
     text before and after an edit), and every ruff run of the batch goes concurrently."""
     out: list[list[Problem]] = []
     ruff_todo: list[tuple[int, str, str]] = []
+    keys = [_cache_key(path, text) for path, text in items]
     for i, (path, text) in enumerate(items):
+        hit = _CACHE.get(keys[i])
+        if hit is not None:  # the same text again (a rebuild while streaming): no ruff run
+            out.append(list(hit))
+            continue
         syntax = check_syntax(path, text)
         out.append(syntax)
         if not syntax and language_for(path) == "python" and text.strip():
@@ -97,7 +103,24 @@ def check_texts(items: Sequence[tuple[str, str]]) -> list[list[Problem]]:
             results = pool.map(lambda job: check_ruff(job[1], job[2]), ruff_todo)
             for (i, _, _), problems in zip(ruff_todo, results, strict=True):
                 out[i] = problems
+    with _CACHE_LOCK:
+        if len(_CACHE) > CACHE_SIZE:
+            _CACHE.clear()
+        for key, problems in zip(keys, out, strict=True):
+            _CACHE[key] = tuple(problems)
     return out
+
+
+CACHE_SIZE = 2048
+_CACHE: dict[bytes, tuple[Problem, ...]] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def _cache_key(path: str, text: str) -> bytes:
+    h = hashlib.blake2b(path.encode("utf-8", "surrogatepass"), digest_size=16)
+    h.update(b"\0")
+    h.update(text.encode("utf-8", "surrogatepass"))
+    return h.digest()
 
 
 def new_problems(before: Iterable[Problem], after: Iterable[Problem]) -> list[Problem]:
