@@ -171,6 +171,8 @@ class RepoMap:
         self._exact_sigs: dict[str, tuple[MapGraph, dict[int, tagmod.Definition]]] = {}
         self._last_ranks: tuple[MapGraph, np.ndarray] | None = None  # warm start for the next prompt
         self._by_name: tuple[int, dict[str, list[str]]] | None = None
+        # focus (chat files, mentioned files, mentioned names) -> ranks, for the current graph
+        self._rank_cache: dict[tuple[frozenset, frozenset, frozenset], tuple[MapGraph, np.ndarray]] = {}
         self._by_name_stale = False
         # fed by a background indexer (core.indexing) instead of scanning in this process
         self._external = False
@@ -350,11 +352,7 @@ class RepoMap:
             self._ensure_built()
             state = self._graph_state()
             chat = [state.file_index[r] for r in set(chat_files) if r in state.file_index]
-            last = self._last_ranks
-            ranks = pagerank(state.graph, self._personalisation(
-                state, chat, mentioned_files, mentioned_names),
-                start=last[1] if last is not None and last[0] is state else None)
-            self._last_ranks = (state, ranks)
+            ranks = self._ranks(state, chat, mentioned_files, mentioned_names)
             ident_rank = np.where(state.def_ident >= 0, ranks[state.def_ident], 0.0)
             score = ranks[state.def_file] * state.def_scale + ident_rank * state.def_share
             score *= state.def_factor
@@ -366,6 +364,36 @@ class RepoMap:
             if score[k] <= 0:
                 return
             yield MapEntry(state.files[state.def_file[k]], state.definition(int(k)), float(score[k]))
+
+    def _ranks(self, state: MapGraph, chat: list[int], mentioned_files: Iterable[str],
+               mentioned_names: Iterable[str]) -> np.ndarray:
+        """PageRank for this focus: from the cache when a draft of the prompt was ranked
+        already (`prefetch`), else computed, warm-started from the last ranks."""
+        mentioned_files, mentioned_names = set(mentioned_files), set(mentioned_names)
+        key = (frozenset(chat), frozenset(f for f in mentioned_files if f in state.file_index),
+               frozenset(n for n in mentioned_names if n in state.ident_index))
+        cached = self._rank_cache.get(key)
+        if cached is not None and cached[0] is state:
+            return cached[1]
+        last = self._last_ranks
+        ranks = pagerank(state.graph, self._personalisation(state, chat, mentioned_files, mentioned_names),
+                         start=last[1] if last is not None and last[0] is state else None)
+        self._last_ranks = (state, ranks)
+        self._rank_cache[key] = (state, ranks)
+        while len(self._rank_cache) > 8:
+            self._rank_cache.pop(next(iter(self._rank_cache)))
+        return ranks
+
+    def prefetch(self, chat_files: Iterable[str] = (), prompt: str = "",
+                 mentioned_files: Iterable[str] = ()) -> None:
+        """Rank for a prompt still being typed (call it from a worker thread): when Enter
+        sends a prompt naming the same things, `render` finds its ranks ready. On a
+        20,000-file tree the ranking is most of a request's assembly."""
+        with self._lock:
+            self._ensure_built()
+            state = self._graph_state()
+            chat = [state.file_index[r] for r in set(chat_files) if r in state.file_index]
+            self._ranks(state, chat, mentioned_files, prompt_names(prompt))
 
     @staticmethod
     def _personalisation(
