@@ -109,7 +109,13 @@ def _startup(argv: list[str]) -> list[str] | int:
 
         result = run_first_run(root)
         if result.action == "demo":
-            return _run(["demo"])
+            import tempfile
+
+            folder = tempfile.mkdtemp(prefix="spark-demo-")
+            print(f"spark: demo project folder: {folder}", file=sys.stderr)
+            code = _run(["demo", "--dir", folder])
+            print(f"spark: the demo project is in {folder}", file=sys.stderr)
+            return code
         if result.action != "configured":
             return 0
         print(f"spark: wrote profiles to {result.path}", file=sys.stderr)
