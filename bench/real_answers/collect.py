@@ -137,8 +137,8 @@ def log_versions(git: Git, hints: tuple[str, ...] = ()) -> dict[str, str]:
     for commit in [*hints, *commits]:
         for row in git.run("ls-tree", "-r", "-l", commit).splitlines():
             meta, _, name = row.partition("\t")
-            if name != LOG_NAME and not name.endswith("/" + LOG_NAME):
-                continue
+            if not name.rsplit("/", 1)[-1].endswith(LOG_NAME.lstrip(".")):
+                continue  # `.aider.chat.history.md`, also without the dot
             parts = meta.split()
             if len(parts) == 4 and parts[3].isdigit() and int(parts[3]) > size.get(name, -1):
                 size[name], best[name] = int(parts[3]), commit
