@@ -217,6 +217,7 @@ class _Fence:
     body: list[str] = field(default_factory=list)
     had_block: bool = False
     stray_marker: int = 0  # line of a ======= / >>>>>>> REPLACE with no SEARCH
+    stray_replace: bool = False  # ... and it was a >>>>>>> REPLACE (reported at once)
     inner_open: int = 0  # line of a fence with an info string inside this fence
     mentioned: str | None = None  # a file named in backticks on the line before
     bare: str | None = None  # an unrecognisable lone word on the line before
@@ -356,11 +357,15 @@ class StreamingParser:
         if SEARCH_RE.match(line):
             self._open_block()
             return []
-        if REPLACE_RE.match(line) or DIVIDER_RE.match(line):
-            if f is not None and not f.had_block:
-                # a block whose SEARCH marker is missing: never a whole file
+        is_replace = bool(REPLACE_RE.match(line))
+        if is_replace or DIVIDER_RE.match(line):
+            if f is not None and not f.had_block and (
+                    is_replace or not (f.path and _prose_file(f.path))):
+                # a block whose SEARCH marker is missing: never a whole file (in a
+                # markdown or RST file a ======= line is a heading's underline)
                 f.stray_marker = f.stray_marker or self._line_no
-            if REPLACE_RE.match(line):
+                f.stray_replace = f.stray_replace or is_replace
+            if is_replace:
                 self.errors.append(ParseError(self._line_no, f.path if f else None,
                                               f"line {self._line_no}: >>>>>>> REPLACE "
                                               f"without a <<<<<<< SEARCH before it; that "
@@ -433,6 +438,13 @@ class StreamingParser:
             if named and (f.path is None or named == f.path):
                 self._prev_line = body[0]  # the path in a fence of its own
                 return []
+        if f.path and not f.had_block and f.body and f.stray_marker and not f.stray_replace:
+            self.errors.append(ParseError(
+                f.start_line, f.path,
+                f"whole-file block for {f.path} (line {f.start_line}) has a ======= line "
+                f"(line {f.stray_marker}), as if it were a SEARCH/REPLACE block missing its "
+                f"markers; not applied"))
+            return []
         if not (f.path and not f.had_block and f.body and not f.stray_marker):
             return []
         if f.inner_open:
@@ -814,6 +826,11 @@ class StreamingParser:
         f.__init__(keep_marker, keep_start, True, keep_path, lang=f.lang)  # type: ignore[misc]
         f.emitted = emitted
         return out
+
+
+def _prose_file(path: str) -> bool:
+    """Markdown, RST, text: files where a line of `=` underlines a heading."""
+    return path.lower().endswith((".md", ".markdown", ".rst", ".txt", ".adoc", ".mdx"))
 
 
 def _is_removed_dashes(line: str) -> bool:

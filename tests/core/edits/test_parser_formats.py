@@ -435,3 +435,15 @@ def test_backslash_reading_the_tree_has_wins():
     real = "app/routes/($locale).account_.authorize.tsx"
     assert clean_path("app\\routes\\($locale).account\\_.authorize.tsx",
                       exists=lambda p: p == real) == real
+
+
+def test_whole_file_with_a_divider_line_is_refused_with_a_reason_unless_prose():
+    # seen in the commit corpus: a test file whose string holds a setext heading was
+    # silently dropped (exit 0, file left unchanged)
+    text = 'tests/t.py\n````python\nMD = """\nTitle\n=======\n"""\n````\n'
+    edits, errors, _ = _parse(text)
+    assert edits == [] and "has a ======= line" in errors[0]
+    doc = "docs/index.rst\n```rst\nTitle\n=======\n\nText.\n```\n"
+    edits, errors, _ = _parse(doc)
+    assert errors == [] and edits == [Edit("docs/index.rst", "", "Title\n=======\n\nText.\n",
+                                           "whole_file")]
