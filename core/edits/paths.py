@@ -83,15 +83,24 @@ def _route_path(parts: list[str]) -> bool:
     return False
 
 
+def _has(exists: Exists, s: str) -> bool:
+    """exists(s), where a path the tree refuses to look at (`..`, a symlink out) is
+    simply not there: the workspace refuses it again, with its reason, when applied."""
+    try:
+        return bool(exists(s))
+    except Exception:  # noqa: BLE001 - any refusal to look means "not a known file"
+        return False
+
+
 def _in_tree(s: str, exists: Exists) -> str | None:
     """`s` as the tree has it: as written, or without the `path/to/` of the prompt's
     example or a doubled first folder (`sub/sub/a.py`) that models add by mistake."""
-    if exists(s):
+    if _has(exists, s):
         return s
     parts = s.split("/")
-    if s.startswith("path/to/") and len(parts) > 2 and exists("/".join(parts[2:])):
+    if s.startswith("path/to/") and len(parts) > 2 and _has(exists, "/".join(parts[2:])):
         return "/".join(parts[2:])
-    if len(parts) > 2 and parts[0] == parts[1] and exists("/".join(parts[1:])):
+    if len(parts) > 2 and parts[0] == parts[1] and _has(exists, "/".join(parts[1:])):
         return "/".join(parts[1:])
     return None
 

@@ -447,3 +447,12 @@ def test_whole_file_with_a_divider_line_is_refused_with_a_reason_unless_prose():
     edits, errors, _ = _parse(doc)
     assert errors == [] and edits == [Edit("docs/index.rst", "", "Title\n=======\n\nText.\n",
                                            "whole_file")]
+
+
+def test_an_exists_that_refuses_to_look_means_not_in_the_tree(tmp_path):
+    from core.workspace.files import Workspace
+    (tmp_path / "main").write_text("a\n")
+    ws = Workspace(tmp_path)
+    edits, errors, _ = _parse(_sr("main", "a\n", "b\n") + _sr("../x.py", "a\n", "b\n"),
+                              exists=ws.exists)
+    assert [e.path for e in edits] == ["main", "../x.py"]  # the workspace refuses the 2nd
