@@ -451,14 +451,33 @@ def udiff_multi(case: Case, rng: random.Random) -> Answer | None:
                   one_fence=True)
 
 
+def _hunks_name_one_place(case: Case) -> bool:
+    """Every hunk's old side (context and removed lines) occurs once in its file: what
+    a diff without usable line numbers needs to mean one thing.  (With right numbers,
+    git places a hunk whose context repeats by its number, so those stay in.)"""
+    for fc in case.files:
+        a = lines_of(fc.before)
+        for _, body in diff_hunks(fc):
+            old = [s[1:] for s in body if s[:1] in (" ", "-")]
+            if old and _count(a, old) != 1:
+                return False
+    return True
+
+
 def udiff_no_numbers(case: Case, rng: random.Random) -> Answer | None:
-    """Aider's udiff: `--- path`/`+++ path` and hunks headed `@@ ... @@`."""
+    """Aider's udiff: `--- path`/`+++ path` and hunks headed `@@ ... @@` (commits whose
+    hunks name one place each)."""
+    if not _hunks_name_one_place(case):
+        return None
     return _udiff(case, "udiff_no_numbers", rng, numbers="none", git_headers=False,
                   one_fence=True)
 
 
 def udiff_wrong_numbers(case: Case, rng: random.Random) -> Answer | None:
-    """git-style diff whose `@@` line numbers are off by 3-40 lines; one fence per file."""
+    """git-style diff whose `@@` line numbers are off by 3-40 lines, one fence per file
+    (commits whose hunks name one place each: wrong numbers cannot break a tie)."""
+    if not _hunks_name_one_place(case):
+        return None
     return _udiff(case, "udiff_wrong_numbers", rng, numbers="wrong", git_headers=True,
                   one_fence=False)
 
