@@ -72,7 +72,7 @@ class _Driver:
                 self.pilot = pilot
                 self._ready.set()
                 await self._stop.wait()
-        except BaseException as exc:  # surfaced by the next call
+        except BaseException as exc:  # noqa: BLE001 - surfaced by the next call
             self.failure = exc
             self._ready.set()
 
@@ -80,7 +80,14 @@ class _Driver:
         if self.failure is not None:
             raise AssertionError(f"the app stopped: {self.failure!r}")
         assert self.loop is not None
-        future = asyncio.run_coroutine_threadsafe(step(self.pilot), self.loop)
+
+        async def in_app_context():
+            from textual._context import active_app
+
+            active_app.set(self.app)  # as for code running in the app's own tasks
+            return await step(self.pilot)
+
+        future = asyncio.run_coroutine_threadsafe(in_app_context(), self.loop)
         return future.result(timeout)
 
     def close(self) -> None:
@@ -301,6 +308,27 @@ class LoopMachine(RuleBasedStateMachine):
 
         async def step(pilot):
             await pilot.pause(0.6)  # the watcher's debounce, then the staleness recheck
+            await _settle(pilot)
+
+        self.driver.call(step)
+
+    @precondition(lambda self: self.app.answer is not None and any(h.old_lines for h in self.app.answer.hunks))
+    @rule(data=st.data())
+    def outside_edit_under_a_hunk(self, data) -> None:
+        """The user edits, in another editor, a line a proposed hunk replaces: it goes stale."""
+        hunks = [h for h in self.app.answer.hunks if h.old_lines]
+        hunk = data.draw(st.sampled_from(hunks))
+        target = self.root / hunk.path
+        if not target.exists():
+            return
+        old = hunk.old_lines[0]
+        text = target.read_text()
+        if old not in text:
+            return
+        target.write_text(text.replace(old, old.rstrip("\n") + "  # changed outside\n", 1))
+
+        async def step(pilot):
+            await pilot.pause(0.6)
             await _settle(pilot)
 
         self.driver.call(step)
