@@ -14,6 +14,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from bench.real_answers.aider_log import parse_log
 from bench.real_answers.measure import Verdict, family, is_placeholder_text, judge, table
@@ -101,6 +103,28 @@ def test_cut_guard_sees_a_real_cut(tmp_path: Path) -> None:
 def test_no_placeholder_written(verdicts: list[tuple[dict, Verdict]]) -> None:
     found = [(r["repo"], r["index"], v.placeholder) for r, v in verdicts if v.placeholder]
     assert found == []
+
+
+_WITH_EDITS = [r["text"] for r in load_sample() if "```" in r["text"] or "<<<<<<<" in r["text"]]
+
+
+@settings(max_examples=60, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(index=st.integers(0, len(_WITH_EDITS) - 1), cuts=st.lists(st.integers(1, 400), max_size=40))
+def test_real_answers_stream_in_any_chunks(index: int, cuts: list[int]) -> None:
+    """Streaming invariant on real answers: fed in chunks of any sizes (as a stream
+    arrives), an answer gives exactly the edits, held blocks and errors it gives whole."""
+    text = _WITH_EDITS[index]
+    whole = StreamingParser()
+    expected = whole.feed(text) + whole.finish()
+    parser, got, pos = StreamingParser(), [], 0
+    for size in cuts:
+        got += parser.feed(text[pos:pos + size])
+        pos += size
+    got += parser.feed(text[pos:]) + parser.finish()
+    assert got == expected
+    assert parser.errors == whole.errors
+    assert getattr(parser, "held", []) == getattr(whole, "held", [])
 
 
 # -- shapes seen in the full corpus (not redistributable, so rewritten here) ---------
