@@ -242,6 +242,11 @@ _soup = st.lists(st.sampled_from([
     "a.py", "**b/c.py**", "```", "```python", "```diff", "<<<<<<< SEARCH", "=======",
     ">>>>>>> REPLACE", "--- a/x.py", "+++ b/x.py", "--- /dev/null", "@@ -1 +1 @@", "-old",
     "+new", " ctx", "", "text", "x = 1", "\r",
+    # formats real models write (issue 16/17)
+    "<source>python", "</source>", "<<<<<<< ORIGINAL", ">>>>>>> UPDATED",
+    "diff --git a/x.py b/y.py", "index 1234567..89abcde 100644", "@@ -1,2 +1,2 @@",
+    "new file mode 100644", "deleted file mode 100644", "rename from x.py", "\ufeffz.py",
+    "```diff:x.py", "[Contents of x.py go here]", "...", "__init__.py", "pytest==7.4.3",
 ]), max_size=40)
 
 
