@@ -64,6 +64,7 @@ class _Probe:
 
     def __init__(self) -> None:
         self.marks: dict[str, float] = {}
+        self.cpu: dict[str, float] = {}
         self.repo_map = 0.0
         self.tokens = 0.0
         self.tokens_in_map = 0.0
@@ -73,6 +74,14 @@ class _Probe:
     def mark(self, name: str) -> None:
         if self.active and name not in self.marks:
             self.marks[name] = time.perf_counter()
+            if name in {"enter", "screen"}:
+                self.cpu[name] = time.process_time()
+
+    @property
+    def cpu_ms(self) -> float:
+        """CPU the app's process (UI, embedded core, in-process threads) spent on this
+        request: unlike wall time, it does not grow when other programs load the machine."""
+        return (self.cpu["screen"] - self.cpu["enter"]) * 1000
 
     def stages(self) -> dict[str, float]:
         m = self.marks
@@ -297,16 +306,18 @@ def main() -> None:
     base_warm = statistics.median(_addition(p.total_ms, p.stages()) for p in base["warm"])
     base_early = _addition(base["early"].total_ms, base["early"].stages())
     print(f"stages, ms (p50 of {WARM_REQUESTS} warm requests; 'early' = one request 1 s after "
-          f"the first frame); backend = the pinned {PINNED_TTFT_MS:.0f} ms TTFT")
-    header = f"{'':>22}" + "".join(f"{s:>9}" for s in STAGES) + f"{'total':>9}{'app adds':>9}"
+          f"the first frame); backend = the pinned {PINNED_TTFT_MS:.0f} ms TTFT; cpu = the app "
+          f"process's CPU ms per request; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    header = f"{'':>22}" + "".join(f"{s:>9}" for s in STAGES) + f"{'total':>9}{'app adds':>9}{'cpu':>7}"
     print(header)
     for r in results:
         for kind, probes in (("early", [r["early"]]), ("warm", r["warm"])):
             stages = _median_stages(probes)
             total = statistics.median(p.total_ms for p in probes)
             add = statistics.median(_addition(p.total_ms, p.stages()) for p in probes)
+            cpu = statistics.median(p.cpu_ms for p in probes)
             print(f"{r['label'] + ' ' + kind:>22}" + "".join(f"{stages[s]:9.1f}" for s in STAGES)
-                  + f"{total:9.1f}{add:9.1f}")
+                  + f"{total:9.1f}{add:9.1f}{cpu:7.1f}")
     for r in results:
         warm = statistics.median(_addition(p.total_ms, p.stages()) for p in r["warm"])
         early = _addition(r["early"].total_ms, r["early"].stages())

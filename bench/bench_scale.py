@@ -1,0 +1,230 @@
+"""Scale: the app on 1k/5k/20k-file repositories and a real large tree, while it indexes.
+
+For each tree the real app (Textual pilot, headless) with the embedded core is launched
+twice, the second time on the cache the first one left:
+  * first frame: launch -> the first screen update, against a bare Textual app's first
+    frame measured in the same run (the baseline);
+  * keys while indexing: a key typed into the prompt -> the screen update showing it,
+    p50/p99 over the first seconds, while the indexer works (goal p99 < 50 ms);
+  * memory: peak RSS of the app's process and of the indexer's child process (goal
+    < 500 MB together);
+  * readiness: launch -> repo map complete, and -> duplicate index complete; on the second
+    launch of an unchanged tree (goal: ready < 1 s on 20k files).
+
+    python -m bench scale                          # 1k and 5k generated, the real tree
+    SPARK_BENCH_SIZES=1000,5000,20000 python -m bench scale
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import statistics
+import sys
+import sysconfig
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, Self
+
+from textual import events
+
+KEY_SECONDS = 4.0
+INDEX_TIMEOUT_S = float(os.environ.get("SPARK_BENCH_INDEX_TIMEOUT", "900"))
+REAL_PACKAGES = ("numpy", "hypothesis", "textual", "rich", "pygments", "websockets", "httpx",
+                 "git", "pathspec", "platformdirs")
+
+
+def _rss_mb(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+class _MemoryWatch:
+    """Samples the app's and the indexer child's RSS every 50 ms; keeps the peaks."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.ui_peak = 0.0
+        self.child_peak = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.05):
+            self.ui_peak = max(self.ui_peak, _rss_mb(os.getpid()))
+            indexes = getattr(self.app.station, "indexes", None)
+            proc = getattr(indexes, "_proc", None) if indexes is not None else None
+            if proc is not None:
+                self.child_peak = max(self.child_peak, _rss_mb(proc.pid))
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _snapshot(app: Any) -> Any:
+    indexes = getattr(app.station, "indexes", None)
+    return indexes.snapshot() if indexes is not None else None
+
+
+async def _bare_first_frame() -> float:
+    from textual.app import App, ComposeResult
+    from textual.widgets import Footer, Input, Static
+
+    shown: list[float] = []
+
+    class Bare(App):
+        def compose(self) -> ComposeResult:
+            yield Static("bare")
+            yield Input()
+            yield Footer()
+
+        def _display(self, screen: Any, renderable: Any) -> None:
+            super()._display(screen, renderable)
+            if renderable is not None and not shown:
+                shown.append(time.perf_counter())
+
+    start = time.perf_counter()
+    app = Bare()
+    async with app.run_test(size=(160, 50)) as pilot:
+        while not shown:
+            await pilot.pause(0.005)
+    return (shown[0] - start) * 1000
+
+
+async def _launch(root: Path, url: str) -> dict[str, Any]:
+    from tui.app import SparkApp
+
+    shown: list[float] = []
+
+    class Instrumented(SparkApp):
+        def _display(self, screen: Any, renderable: Any) -> None:
+            super()._display(screen, renderable)
+            if renderable is not None:
+                shown.append(time.perf_counter())
+
+    out: dict[str, Any] = {}
+    start = time.perf_counter()
+    app = Instrumented(root, url)
+    async with app.run_test(size=(160, 50)) as pilot:
+        with _MemoryWatch(app) as memory:
+            while not shown:
+                await pilot.pause(0.002)
+            out["first_frame_ms"] = (shown[0] - start) * 1000
+            prompt = app.query_one("#prompt")
+            latencies: list[float] = []
+            until = time.perf_counter() + KEY_SECONDS
+            while time.perf_counter() < until:
+                before = len(shown)
+                sent = time.perf_counter()
+                app.post_message(events.Key("x", "x"))
+                while len(shown) == before and time.perf_counter() - sent < 2:
+                    await asyncio.sleep(0.0005)
+                latencies.append((time.perf_counter() - sent) * 1000)
+                if len(prompt.value) > 60:
+                    prompt.value = ""
+                    await pilot.pause(0.01)
+                await asyncio.sleep(0.02)
+            latencies.sort()
+            out["keys"] = len(latencies)
+            out["key_p50_ms"] = statistics.median(latencies)
+            out["key_p99_ms"] = latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))]
+            out["key_during_index"] = not bool(getattr(_snapshot(app), "complete", True))
+            map_at = dups_at = None
+            while time.perf_counter() - start < INDEX_TIMEOUT_S:
+                snap = _snapshot(app)
+                if snap is None:
+                    if getattr(app.station, "dups_ready", False):
+                        map_at = map_at or time.perf_counter()
+                        dups_at = time.perf_counter()
+                        break
+                else:
+                    if snap.map_complete and map_at is None:
+                        map_at = time.perf_counter()
+                    if snap.dups_complete:
+                        dups_at = time.perf_counter()
+                        break
+                await asyncio.sleep(0.02)
+            out["map_ready_s"] = (map_at - start) if map_at else float("nan")
+            out["all_ready_s"] = (dups_at - start) if dups_at else float("nan")
+        out["ui_rss_mb"] = memory.ui_peak
+        out["child_rss_mb"] = memory.child_peak
+        snap = _snapshot(app)
+        out["mode"] = getattr(snap, "mode", "in-app")
+    return out
+
+
+def _real_tree(base: Path) -> Path:
+    """Several installed packages copied into one folder: real code, thousands of files."""
+    root = base / "real-site-packages"
+    marker = root / ".bench-tree"
+    if marker.is_file():
+        return root
+    shutil.rmtree(root, ignore_errors=True)
+    site = Path(sysconfig.get_paths()["purelib"])
+    root.mkdir(parents=True)
+    for name in REAL_PACKAGES:
+        src = site / name
+        if src.is_dir():
+            shutil.copytree(src, root / name, ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.pyc"))
+    marker.write_text("\n".join(REAL_PACKAGES) + "\n")
+    return root
+
+
+def _measure(root: Path, config: Path | None) -> tuple[dict, dict]:
+    from core.embedded import EmbeddedCore
+
+    core = EmbeddedCore(project_root=root, config_file=config)
+    url = core.start()
+    try:
+        cold = asyncio.run(_launch(root, url))
+        warm = asyncio.run(_launch(root, url))
+    finally:
+        core.stop()
+    return cold, warm
+
+
+def main() -> None:
+    from bench.repo_gen import ensure_repo
+
+    sizes = [int(s) for s in os.environ.get("SPARK_BENCH_SIZES", "1000,5000").split(",")]
+    base = Path(os.environ.get("SPARK_BENCH_REPOS", tempfile.gettempdir())) / "spark-bench-repos"
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["SPARK_CACHE_DIR"] = str(Path(tmp) / "cache")  # cold first launch
+        bare = asyncio.run(_bare_first_frame())
+        trees = [(f"{n:,} generated", ensure_repo(base / f"repo-{n}", n)) for n in sizes]
+        if os.environ.get("SPARK_BENCH_REAL", "1") != "0":
+            real = _real_tree(base)
+            count = sum(1 for p in real.rglob("*") if p.is_file())
+            trees.append((f"{count:,} real", real))
+        print(f"bare Textual app first frame: {bare:.0f} ms (baseline); load average "
+              f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+        print(f"{'tree':>18} {'launch':>6} {'frame ms':>9} {'x bare':>7} {'key p50':>8} {'key p99':>8} "
+              f"{'map s':>7} {'all s':>7} {'UI MB':>7} {'child MB':>8} mode")
+        for label, root in trees:
+            cold, warm = _measure(root, None)
+            for which, r in (("1st", cold), ("2nd", warm)):
+                print(f"{label:>18} {which:>6} {r['first_frame_ms']:9.0f} {r['first_frame_ms'] / bare:7.2f} "
+                      f"{r['key_p50_ms']:8.1f} {r['key_p99_ms']:8.1f} {r['map_ready_s']:7.2f} "
+                      f"{r['all_ready_s']:7.2f} {r['ui_rss_mb']:7.0f} {r['child_rss_mb']:8.0f} {r['mode']}",
+                      flush=True)
+        print("goals: first frame < 1 s; keys p99 < 50 ms while indexing; UI + child < 500 MB; "
+              "2nd launch on an unchanged 20k tree ready < 1 s")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
