@@ -116,11 +116,23 @@ def find(lines: Sequence[str], search: Sequence[str], *, path: str = "?",
          exact_only: bool = False, index: LooseIndex | None = None) -> Match:
     """Find `search` in `lines`; raise MatchError naming `path` when it is not unique."""
     hits = [(h, h + len(search)) for h in find_exact(lines, search)]
+    needle = [norm(s) for s in search if s.strip()]
     if hits:
+        if 0 < len(needle) < FUZZY_MIN_LINES and not exact_only:
+            twins = _shifted_twins(hits, lines, search, needle, index)
+            if twins:
+                chosen = tiebreak([*hits, *twins], "loose") if tiebreak else None
+                if chosen is None:
+                    where = ", ".join(str(w[0] + 1) for w in twins[:5])
+                    raise MatchError(
+                        f"{path}: the SEARCH text is at line {hits[0][0] + 1} exactly, but "
+                        f"also at line(s) {where} with other indentation; a SEARCH this "
+                        f"short cannot tell which is meant (an answer indented one level "
+                        f"off matches the wrong one exactly); add more surrounding lines")
+                return Match(chosen[0], chosen[1], "exact" if chosen in hits else "loose")
         return _one(hits, "exact", lines, search, path, tiebreak)
     if exact_only:
         raise MatchError(f"{path}: SEARCH text not found exactly")
-    needle = [norm(s) for s in search if s.strip()]
     if not needle:
         raise MatchError(f"{path}: the SEARCH text is only blank lines and is not in the "
                          f"file as written; it names no place")
@@ -149,6 +161,28 @@ def find(lines: Sequence[str], search: Sequence[str], *, path: str = "?",
         return Match(chosen[0], chosen[1], "fuzzy", score)
     start, end = places[0][1]
     return Match(start, end, "fuzzy", best[0])
+
+
+def _shifted_twins(hits: list[tuple[int, int]], lines: Sequence[str],
+                   search: Sequence[str], needle: list[str], index: LooseIndex | None
+                   ) -> list[tuple[int, int]]:
+    """Places where a short SEARCH text found exactly also stands at another
+    indentation: an answer indented one level off (common) matches the wrong place
+    exactly there, so exactness proves nothing and the caller must not pick."""
+    loose = index if index is not None else LooseIndex(lines)
+    starts = find_exact(loose.keys, needle)
+    if len(starts) <= len(hits):
+        return []
+    s_ind = [len(s) - len(s.lstrip()) for s in search if s.strip()]
+    twins = []
+    for k in starts:
+        w = loose.window(k, len(needle), search)
+        if any(h[0] <= loose.index[k] < h[1] for h in hits):
+            continue
+        f_ind = [len(x) - len(x.lstrip()) for x in lines[w[0]:w[1]] if x.strip()]
+        if len({f - s for f, s in zip(f_ind, s_ind)}) == 1:
+            twins.append(w)
+    return twins
 
 
 def _one(hits: list[tuple[int, int]], how: str, lines: Sequence[str],

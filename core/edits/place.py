@@ -29,6 +29,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rapidfuzz import fuzz
+
 from core.errors import SparkError
 
 
@@ -218,9 +220,7 @@ def place(window: Sequence[str], search: Sequence[str], replace: Sequence[str],
     window, search, replace = list(window), list(search), list(replace)
     if window == search:
         return replace
-    sw = difflib.SequenceMatcher(None, [_key(s) for s in search],
-                                 [_key(w) for w in window], autojunk=False)
-    sw_ops = sw.get_opcodes()
+    sw_ops = align([_key(s) for s in search], [_key(w) for w in window])
     pairs: list[tuple[str, str]] = []
     trailing_noise = False
     for tag, i1, i2, j1, j2 in sw_ops:
@@ -232,9 +232,7 @@ def place(window: Sequence[str], search: Sequence[str], replace: Sequence[str],
                 if s != s.rstrip() and s[len(s.rstrip()):] != w[len(w.rstrip()):]:
                     trailing_noise = True
     if ops is None:  # trailing whitespace alone is no change in a tolerant match
-        ops = difflib.SequenceMatcher(None, [s.rstrip() for s in search],
-                                      [r.rstrip() for r in replace],
-                                      autojunk=False).get_opcodes()
+        ops = align([s.rstrip() for s in search], [r.rstrip() for r in replace])
     changes = _split_blank_edges([op for op in ops if op[0] != "equal"], replace)
     written = [ln for _, _, _, j1, j2 in changes for ln in replace[j1:j2] if not _blank(ln)]
     shift = _shift(pairs, [_indent(ln) for ln in written])
@@ -256,6 +254,60 @@ def place(window: Sequence[str], search: Sequence[str], replace: Sequence[str],
         pos = hi
     out.extend(window[pos:])
     return out
+
+
+def align(a: Sequence[str], b: Sequence[str]) -> list[_Op]:
+    """difflib opcodes from a to b (keys; "" is a blank line) in which a run of blank
+    lines is one unit: a run that differs only in length is equal up to the shorter
+    length, and the extra blank lines are inserted or deleted at the run's *end*.
+
+    Why: difflib pairs the blank lines of a run arbitrarily, so the blank line a SEARCH
+    lost and the one its REPLACE keeps would land on different sides of the run and be
+    written twice; at one canonical place, both sides' blank line is the same one."""
+    ta, ra = _runs(a)
+    tb, rb = _runs(b)
+    out: list[_Op] = []
+
+    def emit(tag: str, i1: int, i2: int, j1: int, j2: int) -> None:
+        if i1 == i2 and j1 == j2:
+            return
+        if out and out[-1][0] == tag == "equal":
+            out[-1] = ("equal", out[-1][1], i2, out[-1][3], j2)
+        else:
+            out.append((tag, i1, i2, j1, j2))
+
+    sm = difflib.SequenceMatcher(None, ta, tb, autojunk=False)
+    for tag, x1, x2, y1, y2 in sm.get_opcodes():
+        if tag != "equal":
+            i1, i2 = ra[x1][0] if x1 < len(ra) else len(a), ra[x2 - 1][1] if x2 > x1 else (
+                ra[x1][0] if x1 < len(ra) else len(a))
+            j1, j2 = rb[y1][0] if y1 < len(rb) else len(b), rb[y2 - 1][1] if y2 > y1 else (
+                rb[y1][0] if y1 < len(rb) else len(b))
+            kind = "replace" if i1 < i2 and j1 < j2 else "delete" if i1 < i2 else "insert"
+            emit(kind, i1, i2, j1, j2)
+            continue
+        for x, y in zip(range(x1, x2), range(y1, y2)):
+            (p1, p2), (q1, q2) = ra[x], rb[y]
+            k = min(p2 - p1, q2 - q1)
+            emit("equal", p1, p1 + k, q1, q1 + k)
+            if p2 - p1 > k:
+                emit("delete", p1 + k, p2, q1 + k, q1 + k)
+            elif q2 - q1 > k:
+                emit("insert", p1 + k, p1 + k, q1 + k, q2)
+    return out
+
+
+def _runs(keys: Sequence[str]) -> tuple[list[str], list[tuple[int, int]]]:
+    """keys with each run of blank lines as one token, and each token's line range."""
+    tokens: list[str] = []
+    ranges: list[tuple[int, int]] = []
+    for i, k in enumerate(keys):
+        if not k and tokens and tokens[-1] == "\0" and ranges[-1][1] == i:
+            ranges[-1] = (ranges[-1][0], i + 1)
+            continue
+        tokens.append(k if k else "\0")
+        ranges.append((i, i + 1))
+    return tokens, ranges
 
 
 def _split_blank_edges(changes: list[_Op], replace: list[str]) -> list[_Op]:
@@ -344,6 +396,13 @@ def _target(i1: int, i2: int, diverge: Sequence[_Op],
             if i1 < k1 < i2 and not harmless:
                 raise PlaceError(_conflict(window, l1, l2, "inside the lines the edit "
                                                            "changes"))
+            edge = None if not new else (search[i1], new[0]) if k1 == i1 else \
+                (search[i2 - 1], new[-1]) if k1 == i2 else None
+            if edge is not None and not _same_line(*edge):
+                # the new lines at that edge are not the old edge line changed: whether
+                # they go before or after the file's extra blank line cannot be told
+                raise PlaceError(_conflict(window, l1, l2, "right beside the lines the "
+                                                           "edit changes"))
             continue
         if k1 < i2 and i1 < k2:
             if not harmless:
@@ -356,6 +415,13 @@ def _target(i1: int, i2: int, diverge: Sequence[_Op],
     if hi < lo:
         raise PlaceError("the edit's lines are in another order in the file; not applied")
     return lo, hi, None
+
+
+def _same_line(old: str, new: str) -> bool:
+    """Whether `new` reads as `old` edited (not a different line put in its place)."""
+    if _blank(old) or _blank(new):
+        return _blank(old) == _blank(new)
+    return fuzz.ratio(old.strip(), new.strip()) >= 60
 
 
 def _conflict(window: list[str], lo: int, hi: int, where: str) -> str:

@@ -225,7 +225,7 @@ class FileEditor:
             raise MatchError(f"{self.path}: SEARCH text not found exactly; the closest "
                              f"lines ({m.start + 1}-{m.end}) overlap what an earlier "
                              f"edit of this answer wrote, so it is not applied there")
-        start, end = _widen_over_blanks(self.lines, m.start, m.end, search, replace)
+        start, end = _widen_runs(self.lines, m.start, m.end, search)
         try:
             new = place(self.lines[start:end], search, replace, ops)
         except PlaceError as exc:
@@ -310,30 +310,18 @@ class FileEditor:
                          f"lines, SEARCH for the lines they go after)")
 
 
-def _edge_blanks(lines: list[str], from_end: bool) -> int:
-    seq = reversed(lines) if from_end else iter(lines)
-    n = 0
-    for s in seq:
-        if s.strip():
-            break
-        n += 1
-    return n
-
-
-def _widen_over_blanks(lines: list[str], start: int, end: int, search: list[str],
-                       replace: list[str]) -> tuple[int, int]:
-    """The match widened over the file's blank lines next to it when REPLACE has more
-    blank lines at that edge than SEARCH: the placement then writes a blank line that
-    both the file and REPLACE have once, not twice (a SEARCH that lost its first or last
-    blank line is the common copy slip)."""
-    if not "".join(search).strip():
-        return start, end
-    want = _edge_blanks(replace, False) - _edge_blanks(search, False)
-    while want > 0 and start > 0 and not lines[start - 1].strip():
-        start, want = start - 1, want - 1
-    want = _edge_blanks(replace, True) - _edge_blanks(search, True)
-    while want > 0 and end < len(lines) and not lines[end].strip():
-        end, want = end + 1, want - 1
+def _widen_runs(lines: list[str], start: int, end: int, search: list[str]
+                ) -> tuple[int, int]:
+    """The match widened over the whole run of the file's blank lines at an edge where
+    SEARCH itself begins or ends with blank lines: a blank run is one unit, so one
+    that SEARCH copied short is still the file's run (and a REPLACE that keeps the
+    file's count changes nothing there), while an edge SEARCH left out stays out."""
+    if search and not search[0].strip():
+        while start > 0 and not lines[start - 1].strip():
+            start -= 1
+    if search and not search[-1].strip():
+        while end < len(lines) and not lines[end].strip():
+            end += 1
     return start, end
 
 

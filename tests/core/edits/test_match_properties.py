@@ -184,7 +184,9 @@ def _pair_edit(case: Case, search: list[str], replace: list[str], drop_s: set[in
        n=st.sampled_from([1, 2, 4, 8]), data=st.data())
 def test_any_sloppiness_is_exact_or_refused(case: Case, how: str, n: int, data) -> None:
     search, replace = case.search, case.replace
-    blanks = [i for i, s in enumerate(search) if not s.strip()]
+    # a blank line the SEARCH lost at its very edge reads as REPLACE adding one (as a
+    # real commit adding PEP 8's second blank line does): only inner ones are sloppiness
+    blanks = [i for i, s in enumerate(search) if not s.strip() and 0 < i < len(search) - 1]
     drop = set(data.draw(st.lists(st.sampled_from(blanks), max_size=2))) if blanks else set()
     add_at = data.draw(st.one_of(st.none(), st.integers(0, len(search) - 1)))
     search, replace = _pair_edit(case, search, replace, drop, data.draw(st.booleans()),
