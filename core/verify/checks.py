@@ -213,6 +213,16 @@ def _ruff() -> str:
         return ruff_binary()
 
 
+def warm_up() -> None:
+    """Locate ruff now, in the calling (UI) thread, before any worker needs it: the first
+    lookup goes through sysconfig's lazy set-up, which is not thread-safe (two threads
+    doing it at once made one fail with a TypeError; the detectors' ruff runs share it)."""
+    try:
+        _ruff()
+    except (RuffUnavailable, TypeError, OSError):
+        pass
+
+
 def check_ruff(path: str, text: str, timeout: float = 20.0) -> list[Problem]:
     """Ruff's error rules on one Python text, as if it were the file `path`."""
     try:

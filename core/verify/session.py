@@ -14,6 +14,7 @@ from typing import Protocol
 
 from core.edits.proposal import Proposal
 from core.verify import VerifyError
+from core.verify.checks import warm_up
 from core.verify.detect import VerifySettings, read_settings
 from core.verify.fixloop import FixLoop, Step
 from core.verify.verifier import Scope, ScopeReport, Verifier
@@ -42,6 +43,7 @@ class VerifySession:
                  fast_profiles: tuple[str, ...] = ("spark",),
                  run_tests: bool | None = None) -> None:
         self.ws = ws
+        warm_up()  # the app's thread, before any worker: see checks.warm_up
         try:
             self.settings = settings or read_settings(ws.root)
             self.problem = ""

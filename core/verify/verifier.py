@@ -28,7 +28,13 @@ from pathlib import Path
 from core.edits.proposal import Proposal
 from core.verify import VerifyError
 from core.verify.baseline import BaselineCache, tree_key
-from core.verify.checks import Problem, check_texts, new_problems, problems_by_hunk
+from core.verify.checks import (
+    Problem,
+    check_texts,
+    new_problems,
+    problems_by_hunk,
+    warm_up,
+)
 from core.verify.detect import TestCommand, VerifySettings, available, detect, read_settings
 from core.verify.runner import Outcome, Progress, RunResult, TestResult, TestRun
 from core.verify.select import Selection, changed_names, select_tests
@@ -154,6 +160,7 @@ class Verifier:
         self._before: dict[tuple[str, str], list[Problem]] = {}
         self._warned: set[frozenset[str]] = set()
         self.final_at: float | None = None  # perf_counter of the last token (propose final)
+        warm_up()  # before the worker exists: see checks.warm_up
         self._thread = threading.Thread(target=self._work, name="spark-verify", daemon=True)
         self._thread.start()
 
