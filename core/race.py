@@ -151,7 +151,7 @@ class Race:
     def winner(self) -> Lane | None:
         """The first lane to finish with an answer; a failed or cancelled lane never wins."""
         ok = [lane for lane in self.lanes if lane.completed]
-        return min(ok, key=lambda lane: lane.stats.ended) if ok else None
+        return min(ok, key=lambda lane: lane.stats.ended or 0.0) if ok else None
 
     def ratio(self) -> float | None:
         """Loser's time over the winner's, request to last token; None until both complete."""

@@ -57,7 +57,7 @@ def _read_ui_table(path: Path, data: dict) -> dict:
         raise UiConfigError(f"{path}: [ui] must be a table")
     unknown = set(table) - UI_KEYS
     if unknown:
-        raise UiConfigError(f"{path}: [ui] unknown key {sorted(unknown)[0]!r} (known: theme, keys)")
+        raise UiConfigError(f"{path}: [ui] unknown key {min(unknown)!r} (known: theme, keys)")
     if "theme" in table and not isinstance(table["theme"], str):
         raise UiConfigError(f"{path}: [ui] theme must be a string")
     keys = table.get("keys", {})

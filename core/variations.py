@@ -68,6 +68,8 @@ def predict_parallel_cost(chip: str | None, model: str | None, n: int, *,
         kw: dict[str, Any] = {"ctx": ctx, "prompt": prompt}
         if precision:
             kw["precision"] = precision
+        if chip is None or model is None:
+            raise ValueError("the profile names no chip/model")
         one = predict(chip, model, batch=1, **kw)
         many = predict(chip, model, batch=n, **kw)
         single, each = float(one.tokens_per_s_per_seq), float(many.tokens_per_s_per_seq)

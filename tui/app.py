@@ -18,12 +18,14 @@ import inspect
 import logging
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
+from textual.notifications import SeverityLevel
 from textual.widgets import Footer, Input
 from textual.worker import Worker, WorkerState
 
@@ -37,6 +39,9 @@ from tui.screens.help import HelpScreen
 from tui.widgets.diff_view import DiffView
 from tui.widgets.side_panel import SidePanel
 from tui.widgets.status import StatusBar
+
+if TYPE_CHECKING:
+    from core.client import CoreClient
 
 FRAME_S = 1 / 120
 log = logging.getLogger(__name__)
@@ -58,7 +63,7 @@ class SparkApp(App):
 
     # Every binding has an id so `[ui.keys]` in the config can rebind it (Textual keymaps).
     # The single-letter hunk keys live on the DiffView: they exist only in REVIEW mode.
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "escape", "Back / stop", id="cancel"),
         Binding("ctrl+l", "toggle_profile", "Spark/Base", id="toggle_profile", priority=True),
         Binding("ctrl+r", "race", "Race", id="race", priority=True),
@@ -85,7 +90,7 @@ class SparkApp(App):
         self._race_prompt = race_prompt
         self._on_ready = on_ready  # called with the app once connected (spark vary / batch open screens)
         self.workspace = self.station.workspace
-        self.client = None
+        self.client: CoreClient | None = None
         self.answer: AnswerRun | None = None
         self.review: Review | None = None
         self.last_prompt = ""
@@ -131,7 +136,7 @@ class SparkApp(App):
         if self._initial_files:
             try:
                 self.station.context.add(self._initial_files)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - a file that cannot be added is said, not fatal
                 self.notify(str(exc), severity="error", timeout=10)
         self._watch()
         self._theme_ready = True
@@ -206,13 +211,13 @@ class SparkApp(App):
 
         try:
             self.client = await CoreClient.connect(self.core_url, on_state=on_state)
-        except Exception as exc:  # shown, not raised: the user can still read the tree
+        except Exception as exc:  # noqa: BLE001 - shown, not raised: the user can still read the tree
             status.connection = "unreachable"
             self.notify(f"core at {self.core_url} does not answer: {exc}", severity="error", timeout=10)
             return
         status.connection = "connected"
         self._use_profile(self.profile)
-        names = [p["name"] for p in self.client.profiles]
+        names = [p["name"] for p in self._profiles()]
         if self.profile not in names:
             self.notify(f"unknown profile {self.profile!r}; the core offers {', '.join(names)}", severity="error")
         if self._race_prompt:
@@ -293,7 +298,7 @@ class SparkApp(App):
                 return
             try:
                 await asyncio.to_thread(self.station.context.add, [choice.path], choice.read_only)
-            except Exception as exc:  # refused (binary, huge, ignored): say why
+            except Exception as exc:  # noqa: BLE001 - refused (binary, huge, ignored): say why
                 self.notify(str(exc), severity="error", timeout=8)
                 return
             self.notify(f"added {choice.path}" + (" (read-only)" if choice.read_only else ""))
@@ -309,7 +314,7 @@ class SparkApp(App):
         if mentioned:
             try:
                 await asyncio.to_thread(self.station.context.add, mentioned)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - said, nothing sent
                 self.notify(str(exc), severity="error")
                 return
             self.notify(f"added {', '.join(mentioned)}")
@@ -470,7 +475,7 @@ class SparkApp(App):
                 await asyncio.to_thread(run.rebuild_proposal)
                 try:
                     review = await asyncio.to_thread(self.station.review, run)
-                except Exception as exc:  # noqa: BLE001 - see the docstring
+                except Exception as exc:  # see the docstring
                     log.exception("review failed")
                     self.notify(f"review failed: {type(exc).__name__}: {exc}", severity="warning")
                     review = Review()
@@ -550,7 +555,7 @@ class SparkApp(App):
         self._check_warned.pop(run.request_id, None)
         if outcome.held is not None and outcome.held_id is not None:
             diff.select(run.hunks.index(run.hunk(outcome.held_id)))
-            severity = "error" if outcome.held.verdict is Verdict.BLOCK else "warning"
+            severity: SeverityLevel = "error" if outcome.held.verdict is Verdict.BLOCK else "warning"
             self.notify(outcome.held.message, severity=severity, timeout=8)
         self._sync_diff()
         self._update_session_status()
@@ -658,7 +663,7 @@ class SparkApp(App):
 
     def action_ask_base(self) -> None:
         """Re-ask the current prompt on the deep profile (the answer to a sensitive-path flag)."""
-        names = [p["name"] for p in (self.client.profiles if self.client else [])]
+        names = [p["name"] for p in self._profiles()]
         if "base" not in names or not self.last_prompt or self._stream is not None:
             self.notify("nothing to re-ask, or no base profile", severity="warning")
             return
@@ -684,7 +689,7 @@ class SparkApp(App):
             await self._stream.cancel()
 
     def action_toggle_profile(self) -> None:
-        names = [p["name"] for p in (self.client.profiles if self.client else [])] or ["spark", "base"]
+        names = [p["name"] for p in self._profiles()] or ["spark", "base"]
         others = [n for n in ("spark", "base") if n in names and n != self.profile]
         if others:
             self._use_profile(others[0])
@@ -720,8 +725,11 @@ class SparkApp(App):
         self._update_context_meter()
         self.notify("fresh context: the conversation is cleared, files stay in the chat")
 
+    def _profiles(self) -> list[dict]:
+        return list(self.client.profiles) if self.client is not None else []
+
     def _profile_info(self, name: str) -> dict:
-        for profile in (self.client.profiles if self.client else []):
+        for profile in self._profiles():
             if profile.get("name") == name:
                 return profile
         return {}
@@ -788,8 +796,13 @@ class SparkApp(App):
         """The prompt's full text: the keys typed before this one are read first (a priority
         key is handled before the Input has processed the letters queued ahead of it)."""
         prompt_input = self.query_one("#prompt", Input)
-        drained = asyncio.get_running_loop().create_future()
-        prompt_input.call_later(lambda: drained.done() or drained.set_result(None))
+        drained: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def mark() -> None:
+            if not drained.done():
+                drained.set_result(None)
+
+        prompt_input.call_later(mark)
         try:
             await asyncio.wait_for(drained, 1.0)
         except TimeoutError:
@@ -821,7 +834,7 @@ class SparkApp(App):
         if len(pair) < 2:
             self.notify("a race needs two profiles", severity="warning")
             return
-        messages, report = await asyncio.to_thread(self.station.context.build_request, prompt)
+        messages, _report = await asyncio.to_thread(self.station.context.build_request, prompt)
         self.push_screen(RaceScreen(self.client, prompt, messages, pair), self._race_taken)
 
     def _race_taken(self, result) -> None:
@@ -864,9 +877,7 @@ class SparkApp(App):
         "write_anyway", "reopen", "toggle_prose"})
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in self.MAIN_SCREEN_ACTIONS and len(self.screen_stack) > 1:
-            return False
-        return True
+        return not (action in self.MAIN_SCREEN_ACTIONS and len(self.screen_stack) > 1)
 
     async def on_unmount(self) -> None:
         self._stop_watch.set()

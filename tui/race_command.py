@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from core.cli_support import CliError
 
@@ -49,7 +50,7 @@ def make_race_app(core_url: str, prompt: str, profiles: tuple[str, str], *,
 
         def __init__(self) -> None:
             super().__init__()
-            self.client = None
+            self.client: Any = None
             self.failure: str | None = None
             register_themes(self)
             self.theme = theme or DEFAULT_THEME

@@ -16,7 +16,7 @@ from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Static, TextArea
 
@@ -60,7 +60,7 @@ class BatchScreen(ModalScreen[BatchResult | None]):
     BatchScreen > TextArea { height: 1fr; }
     """
 
-    BINDINGS: ClassVar[list[Binding]] = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "review_next", "Review next"),
         Binding("x", "cancel_batch", "Cancel rest"),
         Binding("ctrl+s", "start_queue", "Run queue", show=False),
@@ -88,7 +88,7 @@ class BatchScreen(ModalScreen[BatchResult | None]):
                    max_tokens=job.max_tokens, job=job, **kwargs)
 
     def next_result(self) -> BatchResult | None:
-        return self.job.next_result() if self.job is not None else None
+        return self._live.next_result() if self.job is not None else None
 
     # -- layout ------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -100,8 +100,15 @@ class BatchScreen(ModalScreen[BatchResult | None]):
             yield self._table()
         yield Footer()
 
+    @property
+    def _live(self) -> BatchJob:
+        """The job once it exists (the queue editor has none until ctrl+s)."""
+        if self.job is None:
+            raise RuntimeError("the batch has not started")
+        return self.job
+
     def _table(self) -> DataTable:
-        table = DataTable(id="batch-table", cursor_type="none", zebra_stripes=True)
+        table: DataTable = DataTable(id="batch-table", cursor_type="none", zebra_stripes=True)
         table.can_focus = False   # enter belongs to the screen: review next
         return table
 
@@ -120,14 +127,14 @@ class BatchScreen(ModalScreen[BatchResult | None]):
         table = self.query_one(DataTable)
         for key in COLUMNS:
             table.add_column(key, key=key)
-        for task in self.job.run.tasks:
+        for task in self._live.run.tasks:
             table.add_row(*self._cells(task), key=str(task.index))
-        self.job.start(self.app)
+        self._live.start(self.app)
         self._paint()
         self.set_interval(FRAME_S, self._paint)
 
     def _cells(self, task: BatchTask) -> tuple:
-        run = self.job.answers.get(task.index)
+        run = self._live.answers.get(task.index)
         state = task.status + (" ✓" if task.reviewed else "")
         hunks = "-" if run is None or not run.finished else str(len(run.hunks))
         prompt = task.prompt if len(task.prompt) <= 70 else task.prompt[:69] + "…"
@@ -139,7 +146,7 @@ class BatchScreen(ModalScreen[BatchResult | None]):
 
     def _paint(self) -> None:
         """At most once per frame, and only when the job changed or a clock is running."""
-        job = self.job
+        job = self._live
         counts = job.run.counts()
         key = (job.version, counts[RUNNING] and round(time.monotonic(), 1))
         if key == self._painted:
@@ -155,16 +162,16 @@ class BatchScreen(ModalScreen[BatchResult | None]):
         self.query_one("#batch-banner", Static).update(self.banner())
 
     def banner(self) -> Text:
-        counts = self.job.run.counts()
+        counts = self._live.run.counts()
         text = Text()
         for state in (RUNNING, QUEUED, DONE, FAILED, CANCELLED):
             if counts[state]:
                 text.append(f"{counts[state]} {state}  ", style=STATE_STYLE[state])
         text.append(f"{counts['reviewed']} reviewed  ", style="dim")
-        ready = self.job.run.next_for_review()
+        ready = self._live.run.next_for_review()
         if ready is not None:
             text.append("enter reviews the next answer in the main loop", style="bold")
-        elif self.job.finished:
+        elif self._live.finished:
             text.append("nothing left to review: escape closes", style="dim")
         else:
             text.append("the first answer to finish can be reviewed at once", style="dim")
@@ -176,14 +183,14 @@ class BatchScreen(ModalScreen[BatchResult | None]):
             return
         result = self.next_result()
         if result is None:
-            why = "no task left to review" if self.job.finished else "no answer finished yet"
+            why = "no task left to review" if self._live.finished else "no answer finished yet"
             self.notify(why, severity="warning")
             return
         self.dismiss(result)
 
     async def action_cancel_batch(self) -> None:
-        if self.job is not None and not self.job.finished:
-            await self.job.cancel()
+        if self.job is not None and not self._live.finished:
+            await self._live.cancel()
             self.notify("batch cancelled: finished answers can still be reviewed")
 
     def action_start_queue(self) -> None:
@@ -245,11 +252,12 @@ def _push(app, screen: BatchScreen) -> None:
         if result is None:
             return
         before = app.answer
-        run = screen.job.answers.get(result.index) if screen.job is not None else None
+        job = screen.job
+        run = job.answers.get(result.index) if job is not None else None
         app._adopt_answer(result.profile, result.prompt, result.text, run.stats if run else None, kind="batch",
                           request_id=run.request_id if run else None, timing_recorded=run is not None)
-        if screen.job.to_review:
-            app.run_worker(_back_after_review(app, screen.job, before), group="batch-review",
+        if job is not None and job.to_review:
+            app.run_worker(_back_after_review(app, job, before), group="batch-review",
                            exclusive=True, exit_on_error=False)
 
     app.push_screen(screen, taken)

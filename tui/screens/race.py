@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import logging
 from contextlib import aclosing
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
@@ -47,7 +47,7 @@ class RaceScreen(ModalScreen[RaceResult | None]):
     RaceScreen > #race-lanes { height: 1fr; }
     """
 
-    BINDINGS: ClassVar[list[Binding]] = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("1", "take(0)", "Take left"),
         Binding("2", "take(1)", "Take right"),
         Binding("left", "focus_pane(0)", "Left", show=False),
@@ -65,13 +65,13 @@ class RaceScreen(ModalScreen[RaceResult | None]):
         self.client = client
         self.prompt = prompt
         self.messages = messages
-        self.profiles = tuple(profiles)
+        self.profiles: tuple[str, str] = (profiles[0], profiles[1])
         self.max_tokens = max_tokens
         if race is None:
             predicted = {name: Prediction.from_profile(client.profile(name)) for name in profiles}
             race = Race(prompt, self.profiles, predicted=predicted, max_tokens=max_tokens)
         self.race = race
-        self._streams: dict[str, object] = {}
+        self._streams: dict[str, Any] = {}
         self._final_painted = False
 
     # -- layout ------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
@@ -49,7 +49,7 @@ class ReportScreen(ModalScreen[None]):
     ReportScreen > VerticalScroll { height: 1fr; padding: 0 1; }
     """
 
-    BINDINGS: ClassVar[list[Binding]] = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("r", "reload", "Reload"),
         Binding("escape", "close", "Close"),
     ]
@@ -100,8 +100,9 @@ class ReportScreen(ModalScreen[None]):
             title.update("session report")
             body.update(Text(f"no report: {self.error}", style="yellow"))
             return
-        where = self.path.relative_to(self.root) if self.path.is_relative_to(self.root) \
-            else self.path
+        path = self.path
+        assert path is not None  # set whenever there is no error
+        where = path.relative_to(self.root) if path.is_relative_to(self.root) else path
         title.update(Text.assemble(("session report  ", "bold"), (str(where), "dim")))
         width = max(20, self.size.width - LABEL_COLUMNS - 2)
         body.update(style_report(format_text(self.report, width)))

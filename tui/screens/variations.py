@@ -16,11 +16,11 @@ import asyncio
 import time
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Grid
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
@@ -77,7 +77,7 @@ class VariationsScreen(ModalScreen[VariationChoice | None]):
     VariationsScreen > #vary-grid { height: 1fr; grid-gutter: 0 0; }
     """
 
-    BINDINGS: ClassVar[list[Binding]] = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         *[Binding(str(d), f"take({d - 1})", f"Take {d}", show=d == 1) for d in range(1, 10)],
         Binding("0", "take(9)", "Take 10", show=False),
         Binding("enter", "take_focused", "Take focused"),
@@ -105,7 +105,7 @@ class VariationsScreen(ModalScreen[VariationChoice | None]):
         self.stats: list[StreamStats] = [run.stats if run else StreamStats() for run in self.runs]
         self.reviews: list[Review | None] = [None] * self.n
         self.cost: ParallelCost | None = None
-        self._streams: dict[int, object] = {}
+        self._streams: dict[int, Any] = {}
         self._reviewing: set[int] = set()
         self._reviewed: set[int] = set()   # review ran (or failed): nothing more will come
         self._rebuild_needed = [False] * self.n
@@ -235,7 +235,9 @@ class VariationsScreen(ModalScreen[VariationChoice | None]):
             self._rebuild_needed[index] = True
             while self._rebuild_needed[index]:
                 self._rebuild_needed[index] = False
-                await asyncio.to_thread(self.runs[index].rebuild_proposal)
+                run = self.runs[index]
+                if run is not None:
+                    await asyncio.to_thread(run.rebuild_proposal)
         finally:
             self._rebuilding[index] = False
 

@@ -134,7 +134,7 @@ class DiffView(VerticalScroll, can_focus=True):
             self.post_message(self.TypeAhead(event.character))
 
     # -- content -----------------------------------------------------------------------------
-    def reset(self, note: str = "") -> None:
+    def reset(self, note: str | Text = "") -> None:
         for view in self._views.values():
             view.remove()
         self._views.clear()

@@ -10,7 +10,7 @@ from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.highlight import highlight
@@ -99,7 +99,7 @@ class RacePane(Vertical, can_focus=True):
     RacePane > VerticalScroll { height: 1fr; }
     """
 
-    BINDINGS: ClassVar[list[Binding]] = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("up", "scroll_body(-1)", "Scroll up", show=False),
         Binding("down", "scroll_body(1)", "Scroll down", show=False),
         Binding("pageup", "scroll_body(-10)", "Page up", show=False),
