@@ -127,3 +127,39 @@ def test_spark_init_from_env_key_and_its_errors(tmp_path):
     assert proc.returncode == 2 and "no provider found" in proc.stderr
     proc = _spark("init", "--provider", "cerebras", "--yes", "--no-probe", tmp_path=tmp_path)
     assert proc.returncode == 2 and "CEREBRAS_API_KEY" in proc.stderr
+
+
+async def test_two_models_of_one_server_stream_side_by_side(tmp_path, monkeypatch):
+    """What the first-run screen writes for a server with two models runs as a race does:
+    both profiles at once on one endpoint, each request naming its own model."""
+    import asyncio
+
+    from core.client import CoreClient
+    from core.embedded import EmbeddedCore
+    from tests.fakes.openai_server import Reply
+
+    with FakeOpenAI(model="small") as fake:
+        fake.default = Reply.text("one two three four", ttft_s=0.02, delay_s=0.002)
+        profiles = profiles_for(get_preset("llamacpp"), fast_model="small", deep_model="large",
+                                base_url=fake.url)
+        path = write_profiles(profiles, provider="llamacpp", path=tmp_path / "c.toml", env={})
+        project = tmp_path / "p"
+        project.mkdir()
+        core = EmbeddedCore(project_root=project, config_file=path)
+        client = await CoreClient.connect(core.start())
+        try:
+            streams = [await client.generate(name, [{"role": "user", "content": "hi"}])
+                       for name in ("spark", "base")]
+
+            async def drain(stream):
+                async for _ in stream:
+                    pass
+                return stream.done
+
+            dones = await asyncio.gather(*(drain(s) for s in streams))
+        finally:
+            await client.close()
+            core.stop()
+    assert [d.reason for d in dones] == ["stop", "stop"]
+    assert sorted(r.json["model"] for r in fake.requests if r.json) == ["large", "small"]
+    assert all(d.timing["ttft_ms"] > 0 for d in dones)
