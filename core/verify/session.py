@@ -116,16 +116,18 @@ class VerifySession:
         return self.verifier.report(Scope.ANSWER), self.verifier.report(Scope.ACCEPTED)
 
     def badges(self) -> dict[str, str]:
-        """hunk id -> "[F821] [syntax]" for the diff view, from the whole answer's checks."""
-        answer, _ = self.reports()
-        if answer is None:
-            return {}
-        out: dict[str, str] = {}
-        for hid, problems in answer.badges.items():
-            codes = list(dict.fromkeys(p.code for p in problems))[:3]
-            if hid and codes:
-                out[hid] = " ".join(f"[{c}]" for c in codes)
-        return out
+        """hunk id -> "[F821] [syntax]" for the diff view: the whole answer's new problems,
+        and those the accepted subset alone has (an accepted use whose import is not)."""
+        answer, accepted = self.reports()
+        codes: dict[str, list[str]] = {}
+        for rep in (answer, accepted):
+            if rep is None or rep.problems is None:
+                continue
+            for hid, problems in rep.badges.items():
+                if hid:
+                    codes.setdefault(hid, []).extend(p.code for p in problems)
+        return {hid: " ".join(f"[{c}]" for c in list(dict.fromkeys(cs))[:3])
+                for hid, cs in codes.items() if cs}
 
     # -- sending failures back --------------------------------------------------------------
     def fix_request(self, *, scope: Scope = Scope.ANSWER) -> str | None:

@@ -108,6 +108,7 @@ def test_subset_warning_and_badges(tmp_path):
         assert sub is not None and [p.code for p in sub.problems or []] == ["F821"]
         assert session.verifier is not None
         assert session.verifier.report(Scope.ACCEPTED).badges
+        assert session.badges() == {use: "[F821]"}  # on the accepted use, as it is decided
     finally:
         session.close()
         session.wait_closed()
