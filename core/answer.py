@@ -138,6 +138,7 @@ class AnswerRun:
         self.origin: str | None = None  # e.g. "taken from base" for an answer chosen in a race
         self.kind = "chat"  # chat | race | variation | batch
         self.usage: dict | None = None
+        self.timing: dict | None = None  # the done frame's timing (predicted, calibrated)
         self.parse_errors_before_steer: list = []
 
     # -- streaming -------------------------------------------------------------------------

@@ -439,6 +439,9 @@ class StreamJob:
                                             prompt_tokens=count_message_tokens(messages))
             predicted = {"ttft_ms": round(rates.ttft_ms, 2),
                          "tokens_per_s": round(rates.tokens_per_s, 2), "basis": rates.basis}
+            online = self.engine.rates.online(self.profile) if rates.basis == "online" else None
+            if online is not None:
+                predicted["answers"] = online.answers
             if rates.basis == "online" and self.profile.chip and self.profile.model:
                 # the spec sheet's figure too, so the gap to the measurement stays visible
                 spec = self.engine.rates.spec(self.profile, batch=1,

@@ -103,6 +103,7 @@ async def stream_answer(client, run: AnswerRun, messages: list[dict], *,
     done = stream.done
     run.source = done.source if done else None
     run.usage = done.usage if done else None
+    run.timing = done.timing if done else None
     reason = done.reason if done else "error"
     if done is None:
         run.finish("error", "the stream ended without a done frame", "protocol")

@@ -235,28 +235,28 @@ def _pct(measured: float, predicted: float) -> str:
 
 def gap_text(ttft_ms: float | None, tokens_per_s: float | None,
              predicted: dict | None) -> str:
-    """The measured figures beside the forecast and the gap, for the status bar and race:
-    "pred TTFT 430 ms (-4%), 90 tok/s (-2%), fit on 7 answers" or "" with no forecast.
+    """The forecast beside the measurement and the gap, short enough for an 80-column status
+    bar: "pred 430 ms -4%, 90 tok/s -2% (fit 7)"; "" with no forecast.
 
-    ``predicted`` is a `timing.predicted` / `profiles[].predicted` dict; `basis` says where
-    it comes from (hwmodel, pinned, online), and an online one names its answer count.
+    ``predicted`` is a `timing.predicted` / `profiles[].predicted` dict; its `basis` says
+    where it comes from (hwmodel, pinned, online); an online one names its answer count.
     """
     if not isinstance(predicted, dict):
         return ""
     parts = []
     p_ttft, p_tps = predicted.get("ttft_ms"), predicted.get("tokens_per_s")
     if isinstance(p_ttft, int | float) and p_ttft > 0:
-        gap = f" ({_pct(ttft_ms, p_ttft)})" if ttft_ms is not None else ""
-        parts.append(f"TTFT {p_ttft:,.0f} ms{gap}")
+        gap = f" {_pct(ttft_ms, p_ttft)}" if ttft_ms is not None else ""
+        parts.append(f"{p_ttft:,.0f} ms{gap}")
     if isinstance(p_tps, int | float) and p_tps > 0:
-        gap = f" ({_pct(tokens_per_s, p_tps)})" if tokens_per_s else ""
+        gap = f" {_pct(tokens_per_s, p_tps)}" if tokens_per_s else ""
         parts.append(f"{p_tps:,.0f} tok/s{gap}")
     if not parts:
         return ""
     basis = predicted.get("basis") or "model"
     if basis == "online":
-        basis = f"fit on {predicted.get('answers', '?')} answers"
-    return f"pred {', '.join(parts)} [{basis}]"
+        basis = f"fit {predicted.get('answers', '?')}"
+    return f"pred {', '.join(parts)} ({basis})"
 
 
 def now() -> float:

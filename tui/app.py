@@ -387,6 +387,7 @@ class SparkApp(App):
         self._to_review()
         status = self.query_one(StatusBar)
         status.tokens, status.tokens_per_s, status.ttft_ms, status.note = 0, None, None, ""
+        status.forecast = ""
 
     async def _finish_answer(self, run: AnswerRun, *, timing_recorded: bool = False) -> None:
         """The answer's stream ended: final diff and review, then the one record of it."""
@@ -500,6 +501,11 @@ class SparkApp(App):
         self.query_one(SidePanel).set_findings(
             [(f.severity, f.message) for f in (self.review.findings if self.review else [])])
         self.query_one(StatusBar).note = self._status_note(run)
+        if run.timing is not None:  # measured beside the profile's forecast, and the gap
+            from hwmodel.online import gap_text
+
+            self.query_one(StatusBar).forecast = gap_text(
+                run.stats.ttft_ms, run.stats.tokens_per_s, run.timing.get("predicted"))
 
     @staticmethod
     def _status_note(run: AnswerRun) -> str:

@@ -127,9 +127,8 @@ def test_gap_text_names_the_forecast_its_basis_and_the_gap():
     from hwmodel.online import gap_text
 
     online = {"ttft_ms": 400.0, "tokens_per_s": 100.0, "basis": "online", "answers": 7}
-    assert gap_text(420.0, 90.0, online) == \
-        "pred TTFT 400 ms (+5%), 100 tok/s (-10%) [fit on 7 answers]"
+    assert gap_text(420.0, 90.0, online) == "pred 400 ms +5%, 100 tok/s -10% (fit 7)"
     spec = {"ttft_ms": 5220.0, "tokens_per_s": 20.0, "basis": "hwmodel"}
-    assert gap_text(400.0, None, spec) == "pred TTFT 5,220 ms (-92%), 20 tok/s [hwmodel]"
+    assert gap_text(400.0, None, spec) == "pred 5,220 ms -92%, 20 tok/s (hwmodel)"
     assert gap_text(1.0, 1.0, {"ttft_ms": None, "tokens_per_s": None}) == ""
     assert gap_text(1.0, 1.0, None) == ""

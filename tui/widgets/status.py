@@ -24,6 +24,7 @@ class StatusBar(Static):
     extra: reactive[str] = reactive("")
     context = reactive(None)  # a ContextMeter state: percent, band, warning
     unread: reactive[int] = reactive(0)
+    forecast: reactive[str] = reactive("")  # the profile's prediction and the gap (gap_text)
 
     def render(self) -> Text:
         text = Text()
@@ -37,6 +38,8 @@ class StatusBar(Static):
         ttft = f"TTFT {self.ttft_ms:,.0f} ms" if self.ttft_ms is not None else "TTFT -"
         live = " (streaming)" if self.streaming else ""
         text.append(f"  {rate}  {ttft}  {self.tokens} tok{live}")
+        if self.forecast:
+            text.append(f"  {self.forecast}", style="dim")
         if self.note:
             text.append(f"  {self.note}", style="italic")
         if self.context is not None:
