@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -49,6 +50,15 @@ def main(argv: list[str] | None = None) -> None:
     print(f"engine: {1000 * took / max(len(items), 1):.1f} ms/answer (tree set-up, apply, "
           f"judge); plain writes {1000 * base / max(len(items), 1):.2f} ms/answer; "
           f"ratio {took / max(base, 1e-9):.0f}x")
+    kinds: dict[str, Counter[str]] = {}
+    for r in misses:
+        if r.reason:
+            kinds.setdefault(r.format, Counter())[r.reason] += 1
+    print("most common refusals per format:")
+    for fmt, c in kinds.items():
+        for why, n in c.most_common(2):
+            print(f"  {fmt:<20} {n:>4}  {why}")
+    print("wrong writes and crashes (first 3 per format):")
     shown: dict[str, int] = {}
     for r in misses:
         if r.outcome in ("refused", "partial"):

@@ -21,6 +21,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -46,6 +47,22 @@ class Result:
     outcome: str
     exit_code: int | None
     detail: str = ""  # the first wrong file, or the crash
+    reason: str = ""  # the first refusal's message, paths and numbers blanked
+
+
+def refusal_kind(doc: dict) -> str:
+    """The first refusal of a `spark apply --json` document as a kind of refusal:
+    paths, line numbers and quoted text blanked, so equal causes count together."""
+    refused = doc.get("refused") or []
+    if not refused and doc.get("error"):
+        refused = [{"message": doc["error"]}]
+    if not refused:
+        return ""
+    msg = str(refused[0].get("message", "")).split("\n")[0]
+    msg = re.sub(r"\S+\.py\b:?", "F", msg)
+    msg = re.sub(r"\(\'.*?\'\)|'.*?'|\".*?\"", "'…'", msg)
+    msg = re.sub(r"\d+", "N", msg)
+    return msg[:140]
 
 
 @dataclass
@@ -171,8 +188,9 @@ def judge(answer: Answer, root: Path, code: int | None) -> Result:
     return Result(answer.case_id, answer.format, outcome, code, wrong_file)
 
 
-def apply_in_process(answer_file: Path, root: Path) -> int:
-    """The `spark apply --json --no-commit` code path, in this process."""
+def apply_in_process(answer_file: Path, root: Path) -> tuple[int, dict]:
+    """The `spark apply --json --no-commit` code path, in this process: exit code and
+    the JSON document it printed."""
     from core.edits.cli import register
 
     # parsed by the command's own argparse definition, so its defaults (and any option
@@ -181,8 +199,10 @@ def apply_in_process(answer_file: Path, root: Path) -> int:
     register(top.add_subparsers())
     ns = top.parse_args(["apply", "--json", "--no-commit", "--root", str(root),
                          str(answer_file)])
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        return int(ns.func(ns))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        code = int(ns.func(ns))
+    return code, json.loads(out.getvalue())
 
 
 def spark_command() -> list[str]:
@@ -193,13 +213,12 @@ def spark_command() -> list[str]:
     return [sys.executable, "-m", "tui.cli"]
 
 
-def apply_subprocess(answer_file: Path, root: Path) -> int:
+def apply_subprocess(answer_file: Path, root: Path) -> tuple[int, dict]:
     """The real `spark apply` command line in a child process."""
     proc = subprocess.run([*spark_command(), "apply", "--json", "--no-commit", "--root",
                            str(root), str(answer_file)], check=False, capture_output=True,
                           text=True, timeout=120)
-    json.loads(proc.stdout)  # --json promises exactly one JSON document
-    return proc.returncode
+    return proc.returncode, json.loads(proc.stdout)  # --json: exactly one JSON document
 
 
 def run_answer(answer: Answer, workdir: Path, *, subprocess_cli: bool = False) -> Result:
@@ -212,10 +231,13 @@ def run_answer(answer: Answer, workdir: Path, *, subprocess_cli: bool = False) -
         answer_file = case_dir / ANSWER_NAME
         answer_file.write_bytes(answer.text.encode("utf-8"))
         try:
-            code = (apply_subprocess if subprocess_cli else apply_in_process)(answer_file, root)
+            code, doc = (apply_subprocess if subprocess_cli else apply_in_process)(
+                answer_file, root)
         except Exception as exc:  # noqa: BLE001  # a crash is a finding, not the end
             return Result(answer.case_id, answer.format, "crash", None, repr(exc)[:300])
-        return judge(answer, root, code)
+        res = judge(answer, root, code)
+        res.reason = refusal_kind(doc)
+        return res
     finally:
         shutil.rmtree(case_dir, ignore_errors=True)
 

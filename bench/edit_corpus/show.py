@@ -44,10 +44,12 @@ def main(argv: list[str] | None = None) -> int:
         root.mkdir()
         _write_tree(root, ans)
         (tmp / ANSWER_NAME).write_text(ans.text)
-        code = apply_in_process(tmp / ANSWER_NAME, root)
+        code, doc = apply_in_process(tmp / ANSWER_NAME, root)
         res = judge(ans, root, code)
         print(f"{case.id} {case.repo} {case.commit[:12]} {case.subject!r}")
         print(f"{args.format}: {res.outcome} (exit {code}) {res.detail}")
+        for r in doc.get("refused", []):
+            print(f"  refused: {r.get('message', '')}")
         for path, after in ans.expected.items():
             target = root / path
             got = target.read_text() if target.exists() else ""
