@@ -30,7 +30,12 @@ import re
 from dataclasses import dataclass, field, replace
 
 from core.edits.paths import Exists, bare_token, clean_path, lang_mismatch, mentioned_path
-from core.edits.placeholders import bare_elision, whole_file_problem
+from core.edits.placeholders import (
+    bare_elision,
+    comments_only,
+    stand_in_comment,
+    whole_file_problem,
+)
 
 SEARCH_RE = re.compile(r"^\s*<{5,9} ?(?:SEARCH|ORIGINAL)\s*>?\s*$")
 DIVIDER_RE = re.compile(r"^\s*={5,9}\s*$")
@@ -461,10 +466,15 @@ class StreamingParser:
         problem = whole_file_problem(f.path, f.body)
         if problem is None and mismatch:
             problem = f"is a ```{f.lang} block, which cannot be the content of {f.path}"
-        dots = bare_elision(f.path, [], f.body) if problem is None else None
+        dots = bare_elision(f.path, [], f.body) or stand_in_comment([], f.body) \
+            if problem is None else None
         if dots:
-            problem = (f"stands in for code with a bare {dots!r} line; writing it would "
-                       f"delete that code")
+            problem = (f"leaves code out (a {dots!r} line stands in for it); writing "
+                       f"it would delete that code")
+        elif problem is None and comments_only(f.body) and self.exists is not None \
+                and clean_path(f.path, self.exists) == f.path and _has_file(self.exists, f.path):
+            problem = ("holds only comments; written as the whole file it would replace "
+                       "the existing file's code")
         if problem:
             self._hold(edit, f.start_line, f"whole-file block for {f.path} (line "
                                            f"{f.start_line}) {problem}; not applied")
@@ -536,13 +546,14 @@ class StreamingParser:
                 return []
             self._last_path = b.path
             edit = Edit(b.path, _join(b.search), _join(b.replace), "search_replace")
-            dots = bare_elision(b.path, b.search, b.replace)
+            dots = bare_elision(b.path, b.search, b.replace) \
+                or stand_in_comment(b.search, b.replace)
             if dots:
                 self._hold(edit, b.start_line, f"SEARCH/REPLACE block for {b.path} (line "
-                                               f"{b.start_line}): its REPLACE part stands "
-                                               f"in for code with a bare {dots!r} line; "
-                                               f"applying it would delete that code, so "
-                                               f"it is not applied")
+                                               f"{b.start_line}): its REPLACE part leaves "
+                                               f"code out (a {dots!r} line stands in for "
+                                               f"it); applying it would delete that code, "
+                                               f"so it is not applied")
                 return []
             return [edit]
         if b.after_close is not None:
@@ -780,11 +791,11 @@ class StreamingParser:
         f.emitted += 1
         edit = Edit(path, _join(old), _join(new), "udiff", f.hunk_line, f.numbers,
                     ops=tuple(ops))
-        dots = bare_elision(path, old, new)
+        dots = bare_elision(path, old, new) or stand_in_comment(old, new)
         if dots:
             self._hold(edit, f.hunk_start, f"diff hunk for {path} (line {f.hunk_start}) "
-                                           f"stands in for code with a bare {dots!r} "
-                                           f"line; not applied")
+                                           f"leaves code out (a {dots!r} line stands "
+                                           f"in for it); not applied")
             return []
         self._last_path = path
         return [edit]
@@ -826,6 +837,13 @@ class StreamingParser:
         f.__init__(keep_marker, keep_start, True, keep_path, lang=f.lang)  # type: ignore[misc]
         f.emitted = emitted
         return out
+
+
+def _has_file(exists: Exists, path: str) -> bool:
+    try:
+        return bool(exists(path))
+    except Exception:  # noqa: BLE001 - a path the tree refuses to look at is not there
+        return False
 
 
 def _prose_file(path: str) -> bool:

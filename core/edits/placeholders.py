@@ -98,3 +98,30 @@ def bare_elision(path: str, search: list[str], replace: list[str]) -> str | None
         if s:
             prev = line
     return None
+
+
+_COMMENT_ONLY = re.compile(r"^\s*(?://|/\*|\*/|\*(?:\s|$)|<!--|-->|#(?:\s|#|$)|--\s|;;)")
+_STAND_IN = re.compile(
+    r"^\s*(?:#+|//+|/\*+|<!--|--|;+|\*)\s*[\[(<{]?\s*(?:\.\.\.\s*)?(?:the\s+|your\s+)?"
+    r"(?:(?:rest|remainder)\s+of\s+(?:the\s+)?|remaining\s+|existing\s+|other\s+|previous\s+|"
+    r"original\s+|same\s+)?(?:class\s+|function\s+|method\s+|component\s+|file\s+|module\s+)?"
+    r"(?:definitions?|implementations?|code|contents?|logic|body|methods|functions)\s+"
+    r"(?:goes\s+|go\s+|is\s+|are\s+|stays?\s+|remains?\s+)?"
+    r"(?:here|unchanged|the\s+same|omitted|as\s+before|as\s+is)\b", re.IGNORECASE)
+
+
+def comments_only(lines: list[str]) -> bool:
+    """Every non-blank line is a comment (`//`, `#`, `/* */`, `<!-- -->`, `-- `): what
+    a model writes under a file's path when it means "no change needed here"."""
+    body = [ln for ln in lines if ln.strip()]
+    return bool(body) and all(_COMMENT_ONLY.match(ln) for ln in body)
+
+
+def stand_in_comment(search: list[str], replace: list[str]) -> str | None:
+    """A comment that stands for code ("# Class definition here", "// implementation
+    unchanged") in new text, when the old text has no such line."""
+    seen = {s.strip() for s in search}
+    for line in replace:
+        if line.strip() not in seen and _STAND_IN.match(line):
+            return line.strip()
+    return None

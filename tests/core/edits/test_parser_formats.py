@@ -290,7 +290,7 @@ def test_bare_ellipsis_in_replace_is_elision_but_python_body_is_code():
     stub = _sr("a.py", "def g():\n    return 2\n", "def g():\n    ...\n")
     for text in (lazy_top,):
         edits, errors, p = _parse(text)
-        assert edits == [] and "bare '...'" in errors[0] and p.held
+        assert edits == [] and "'...' line" in errors[0] and p.held
     edits, errors, _ = _parse(stub)
     assert errors == [] and len(edits) == 1
     # `...` right after a line ending in ':' is a body, as in a stub
@@ -303,7 +303,7 @@ def test_bare_ellipsis_in_replace_is_elision_but_python_body_is_code():
 def test_bare_ellipsis_added_by_a_diff_hunk_is_held():
     text = "```diff\n--- a/x.py\n+++ b/x.py\n@@ -1,2 +1,2 @@\n a = 1\n-b = 2\n+...\n```\n"
     edits, errors, _ = _parse(text)
-    assert edits == [] and "bare '...'" in errors[0]
+    assert edits == [] and "'...' line" in errors[0]
 
 
 # -- BOM, prose --------------------------------------------------------------------------
@@ -453,6 +453,24 @@ def test_an_exists_that_refuses_to_look_means_not_in_the_tree(tmp_path):
     from core.workspace.files import Workspace
     (tmp_path / "main").write_text("a\n")
     ws = Workspace(tmp_path)
-    edits, errors, _ = _parse(_sr("main", "a\n", "b\n") + _sr("../x.py", "a\n", "b\n"),
+    edits, _errors, _ = _parse(_sr("main", "a\n", "b\n") + _sr("../x.py", "a\n", "b\n"),
                               exists=ws.exists)
     assert [e.path for e in edits] == ["main", "../x.py"]  # the workspace refuses the 2nd
+
+
+def test_stand_in_comments_and_comment_only_files_are_held():
+    # real answers: "# Class definition here" inside a whole file that would cut a
+    # 231-line file to 3; a file "rewritten" as two comments saying nothing changes
+    text = "### scene_craft.rb\n```ruby\nclass Scene_Craft\n  # Class definition here\nend\n```\n"
+    edits, errors, p = _parse(text)
+    assert edits == [] and "Class definition here" in errors[0] and p.held
+    sr = _sr("a.py", "def f():\n    return 1\n", "def f():\n    # implementation unchanged\n")
+    edits, errors, _ = _parse(sr)
+    assert edits == [] and "implementation unchanged" in errors[0]
+    note = "app/Header.tsx\n```tsx\n// No changes are needed in this file,\n// but check the link.\n```\n"
+    edits, errors, _ = _parse(note, exists=lambda p: p == "app/Header.tsx")
+    assert edits == [] and "only comments" in errors[0]
+    # a new file of comments, or without the tree, is left to the apply side
+    assert len(parse_edits(note)) == 1
+    ok = _sr("a.py", "x = 1\n", "# Add your API key here\nKEY = ''\n")
+    assert len(parse_edits(ok)) == 1  # an instruction comment is code, not a stand-in
