@@ -173,28 +173,27 @@ def _fit_prefix(pairs: list[tuple[str, str]]) -> Shift | None:
 
 
 # -- fences -----------------------------------------------------------------------------
-FENCE_LINE = re.compile(r"^\s*(`{3,}|~{3,})[\w.+-]*\s*$")
+FENCE_LINE = re.compile(r"^\s*`{3,}[\w.+-]*\s*$")
+
+
+def wrapped(lines: Sequence[str]) -> bool:
+    """Whether lines begin and end with ``` fence lines (a model wrapped the part)."""
+    return len(lines) >= 2 and bool(FENCE_LINE.match(lines[0])) \
+        and bool(FENCE_LINE.match(lines[-1]))
 
 
 def strip_fences(search: list[str], replace: list[str]
                  ) -> tuple[list[str], list[str]] | None:
-    """SEARCH and REPLACE without the ``` lines a model wrapped them in, or None when
-    there is nothing to strip.  PlaceError when only one of them is wrapped at an end
-    (then what the other means cannot be told)."""
-    s, r = list(search), list(replace)
-    changed = False
-    for end in (0, -1):
-        s_f = bool(s) and bool(FENCE_LINE.match(s[end]))
-        r_f = bool(r) and bool(FENCE_LINE.match(r[end]))
-        if s_f and r_f:
-            s = s[1:] if end == 0 else s[:-1]
-            r = r[1:] if end == 0 else r[:-1]
-            changed = True
-        elif s_f != r_f and (s_f or changed):
-            raise PlaceError("the SEARCH text is wrapped in ``` lines that the file does "
-                             "not have, and the REPLACE text is not wrapped the same way; "
-                             "what to write cannot be told")
-    return (s, r) if changed else None
+    """SEARCH and REPLACE without the ``` lines a model wrapped each of them in, or None
+    when SEARCH is not wrapped.  PlaceError when SEARCH is wrapped and REPLACE is not
+    (then what REPLACE means cannot be told: a fence the file should get, or not)."""
+    if not wrapped(search):
+        return None
+    if not wrapped(replace):
+        raise PlaceError("the SEARCH text is wrapped in ``` lines that the file does "
+                         "not have, and the REPLACE text is not wrapped the same way; "
+                         "what to write cannot be told")
+    return search[1:-1], replace[1:-1]
 
 
 # -- the merge ------------------------------------------------------------------------
@@ -222,15 +221,16 @@ def place(window: Sequence[str], search: Sequence[str], replace: Sequence[str],
         return replace
     sw_ops = align([_key(s) for s in search], [_key(w) for w in window])
     pairs: list[tuple[str, str]] = []
-    trailing_noise = False
+    noise: dict[int, str] = {}  # SEARCH line -> trailing whitespace the file lacks there
     for tag, i1, i2, j1, j2 in sw_ops:
         if tag != "equal":
             continue
-        for s, w in zip(search[i1:i2], window[j1:j2]):
+        for i, (s, w) in enumerate(zip(search[i1:i2], window[j1:j2]), start=i1):
             if not _blank(s):
                 pairs.append((_indent(s), _indent(w)))
-                if s != s.rstrip() and s[len(s.rstrip()):] != w[len(w.rstrip()):]:
-                    trailing_noise = True
+                tail = s[len(s.rstrip()):]
+                if tail and tail != w[len(w.rstrip()):]:
+                    noise[i] = tail
     if ops is None:  # trailing whitespace alone is no change in a tolerant match
         ops = align([s.rstrip() for s in search], [r.rstrip() for r in replace])
     changes = _split_blank_edges([op for op in ops if op[0] != "equal"], replace)
@@ -250,7 +250,9 @@ def place(window: Sequence[str], search: Sequence[str], replace: Sequence[str],
         if keep_w is not None:
             out.extend(keep_w)
         else:
-            out.extend(_write(replace[j1:j2], shift, trailing_noise))
+            new = [_denoise(r, noise.get(i1 + k) if i1 + k < i2 else None)
+                   for k, r in enumerate(replace[j1:j2])]
+            out.extend(_write(new, shift))
         pos = hi
     out.extend(window[pos:])
     return out
@@ -430,11 +432,17 @@ def _conflict(window: list[str], lo: int, hi: int, where: str) -> str:
             f"edit means there cannot be told, so it is not applied")
 
 
-def _write(new: list[str], shift: Shift, trailing_noise: bool) -> list[str]:
+def _denoise(line: str, tail: str | None) -> str:
+    """A changed line without the trailing whitespace its SEARCH twin had and the file
+    does not (the model's copy noise carried onto the edited line)."""
+    return line[: len(line) - len(tail)] if tail and line.endswith(tail) else line
+
+
+def _write(new: list[str], shift: Shift) -> list[str]:
     out = []
     for s in new:
         if _blank(s):
-            out.append("" if trailing_noise or shift.kind != "same" else s)
+            out.append(s if shift.kind == "same" else shift.apply(s) or "")
             continue
         ind = _indent(s)
         to = shift.apply(ind)
@@ -442,8 +450,7 @@ def _write(new: list[str], shift: Shift, trailing_noise: bool) -> list[str]:
             raise PlaceError(f"a REPLACE line ({s.strip()[:60]!r}) is indented in a way "
                              f"the indentation shift that matched the SEARCH text cannot "
                              f"carry over to the file; not applied")
-        line = to + s[len(ind):]
-        out.append(line.rstrip() if trailing_noise else line)
+        out.append(to + s[len(ind):])
     return out
 
 

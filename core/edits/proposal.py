@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from core.edits.hunks import Hunk, apply_hunks, make_hunks_tracked, rebase_hunk
 from core.edits.match import LooseIndex, MatchError, find, find_exact, norm, split_lines
 from core.edits.parser import Edit
-from core.edits.place import FENCE_LINE, PlaceError, hunk_opcodes, place, strip_fences
+from core.edits.place import PlaceError, hunk_opcodes, place, strip_fences, wrapped
 from core.workspace.files import Workspace, WorkspaceError
 
 
@@ -141,7 +141,6 @@ class FileEditor:
         self.original: list[str] = list(self.lines)
         self.origin: list[int | None] = list(range(len(self.lines)))
         self.final_newline = old_text.endswith("\n") if old_text else True
-        self.no_trailing_space = all(s == s.rstrip() for s in self.lines)
         self._loose: LooseIndex | None = None
 
     def text(self) -> str:
@@ -193,9 +192,6 @@ class FileEditor:
         if not search or not "".join(search).strip():
             self._insert_without_search(edit, replace)
             return
-        if self.no_trailing_space:
-            # a file with no trailing whitespace anywhere: the answer's is copy noise
-            replace = [r.rstrip() for r in replace]
         ops = _edit_opcodes(edit, search, replace)
         try:
             self._place(edit, search, replace, ops)
@@ -217,10 +213,9 @@ class FileEditor:
 
     def _place(self, edit: Edit, search: list[str], replace: list[str],
                ops: list[tuple[str, int, int, int, int]] | None) -> None:
-        wrapped = bool(search) and bool(FENCE_LINE.match(search[0]) or
-                                        FENCE_LINE.match(search[-1]))
+        fenced = wrapped(search)
         m = find(self.lines, search, path=self.path, tiebreak=self._tiebreak(edit, search),
-                 exact_only=wrapped, index=self._index() if not wrapped else None)
+                 exact_only=fenced, index=self._index() if not fenced else None)
         if m.how == "fuzzy" and any(o is None for o in self.origin[m.start:m.end]):
             raise MatchError(f"{self.path}: SEARCH text not found exactly; the closest "
                              f"lines ({m.start + 1}-{m.end}) overlap what an earlier "
