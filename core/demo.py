@@ -74,6 +74,16 @@ def recorded_prompts() -> list[tuple[str, str]]:
     return out
 
 
+def first_screen_text() -> str:
+    """What the demo's main screen says before the first prompt: it answers from recordings,
+    and which requests it has recordings for (anything else gets the closest of them)."""
+    lines = [("This is the demo: answers are recordings made against these files (no model, "
+              "no network). Recorded requests, type one (or something close) and press Enter:")]
+    lines += [f"  - {prompt}" for _, prompt in recorded_prompts()]
+    lines.append("Your own project with a real model: spark init, or just spark in its folder.")
+    return "\n".join(lines)
+
+
 def mark_demo(root: Path) -> None:
     """Mark ``root`` as a demo: its profiles replay the recordings (core.config reads it)."""
     from core.config import DEMO_MARKER

@@ -57,7 +57,7 @@ class SparkApp(App):
     #main { height: 1fr; }
     #prompt { dock: bottom; }
     StatusBar { height: 1; background: $panel; }
-    ToastRack { align: right top; margin-top: 1; }
+    ToastRack { dock: top; align: right top; margin-top: 1; }
     Toast { width: auto; max-width: 46; padding: 0 1; }
     """
 
@@ -87,6 +87,7 @@ class SparkApp(App):
         self.profile = profile
         self.station = Workstation(self.root, guards=guards)
         self._initial_files = list(add or [])
+        self._add_mentioned_setting: bool | None = None  # read from [ui] on first use
         self._race_prompt = race_prompt
         self._on_ready = on_ready  # called with the app once connected (spark vary / batch open screens)
         self.workspace = self.station.workspace
@@ -130,6 +131,10 @@ class SparkApp(App):
         self.query_one(StatusBar).profile = self.profile
         self.watch(self.screen, "focused", self._focus_changed)
         self.query_one("#prompt", Input).focus()
+        from core.demo import first_screen_text, is_demo
+
+        if is_demo(self.root):  # the demo says it replays, and what it has recordings for
+            self.query_one(DiffView).set_notes(Text(first_screen_text(), style="dim"))
         self.set_interval(FRAME_S, self._paint)
         self._connect()
         self._build_indexes()
@@ -277,6 +282,9 @@ class SparkApp(App):
             self.notify("not connected to the core yet", severity="warning")
             return
         mentioned = await asyncio.to_thread(self.station.context.mentioned_paths, prompt)
+        if mentioned and self._add_mentioned():  # [ui] add_mentioned (default): add, then send
+            await self.action_add_mentioned()
+            return
         if mentioned and self._offered != (prompt, mentioned):
             self._offered = (prompt, mentioned)
             self.notify(f"mentioned but not in the chat: {', '.join(mentioned)}. "
@@ -305,6 +313,17 @@ class SparkApp(App):
             self._update_context_meter()
 
         self.push_screen(FilePickerScreen(files, in_chat), picked)
+
+    def _add_mentioned(self) -> bool:
+        """`[ui] add_mentioned`: a prompt naming files of the tree adds them and sends."""
+        if self._add_mentioned_setting is None:
+            from core.config import ConfigError, load_settings
+
+            try:
+                self._add_mentioned_setting = load_settings(project_root=self.root).add_mentioned
+            except ConfigError:  # validated before the app started; never fatal here
+                self._add_mentioned_setting = True
+        return self._add_mentioned_setting
 
     async def action_add_mentioned(self) -> None:
         """Add the files the prompt mentions (the one-key offer), then send the prompt."""
@@ -696,9 +715,11 @@ class SparkApp(App):
 
     def action_toggle_profile(self) -> None:
         names = [p["name"] for p in self._profiles()] or ["spark", "base"]
-        others = [n for n in ("spark", "base") if n in names and n != self.profile]
-        if others:
-            self._use_profile(others[0])
+        pair = [n for n in ("spark", "base") if n in names]
+        cycle = pair if len(pair) == 2 else names  # any two (or more) profiles of the user's
+        if len(cycle) > 1:
+            at = cycle.index(self.profile) if self.profile in cycle else -1
+            self._use_profile(cycle[(at + 1) % len(cycle)])
             self.notify(f"profile: {self.profile}")
 
     def _use_profile(self, name: str) -> None:

@@ -38,13 +38,8 @@ async def test_reject_leaves_the_tree_untouched(demo_root, core_url):
     files = {p: p.read_bytes() for p in demo_root.rglob("*.py")}
     app = SparkApp(demo_root, core_url)
     async with app.run_test(size=(140, 45)) as pilot:
-        # report.py is named in the prompt: Enter offers it, ctrl+o adds it and sends
-        await wait_for(pilot, lambda: app.client is not None, what="core connection")
-        await pilot.click("#prompt")
-        await pilot.press(*"add docstrings to the functions in report.py")
-        await pilot.press("enter")
-        assert app.answer is None, "the first Enter only offers the mentioned file"
-        await _ask(pilot, app, "", send_key="ctrl+o")
+        # report.py is named in the prompt: Enter adds it to the chat and sends ([ui] add_mentioned)
+        await _ask(pilot, app, "add docstrings to the functions in report.py")
         assert [f.path for f in app.station.context.files] == ["invoicer/report.py"]
         assert len(app.answer.hunks) >= 2
         while app.answer.undecided:
