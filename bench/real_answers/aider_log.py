@@ -59,7 +59,8 @@ class Answer:
     declined: list[str] = field(default_factory=list)  # files the user would not let Aider
     # create or edit ("Create new file? n", "Allow edits to file ...? n")
     reflection: bool = False  # an answer to Aider's own failure report
-    architect: bool = False  # an architect-mode plan, handed to the editor model
+    architect: bool = False  # an architect-mode plan, handed to the editor model (an
+    # answer that gets a verdict is the editor's, whatever the mode)
     reformatted: bool = False  # a markdown formatter rewrote the log (`> > > > > > > REPLACE`)
 
 
@@ -89,8 +90,9 @@ _REFORMATTED = re.compile(r"^> > > > > > > ?(REPLACE|UPDATED)\b")
 
 
 def _clean_path(p: str) -> str:
-    """Aider prints Windows paths with `\\`; a `\\_` is a markdown escape it kept."""
-    return re.sub(r"\\(?=[A-Za-z0-9])", "/", p.strip()).removeprefix("./")
+    """Aider prints paths the way the user's system writes them: on Windows every `\\`
+    is a separator (`public\\.htaccess`, `blog\\[...slug].astro`)."""
+    return p.strip().replace("\\", "/").removeprefix("./")
 
 
 def parse_log(text: str) -> list[Answer]:
@@ -106,6 +108,15 @@ def parse_log(text: str) -> list[Answer]:
     after_user = False
     edit_prompt = False  # "Edit the files?" seen: the next answer is the editor's
     reformatted = False  # the answer being read shows a markdown formatter's rewrite
+    # the editor model and format in force for each answer: in architect mode with
+    # auto-accept there is no "Edit the files?" prompt, so an answer that gets a verdict
+    # (edits applied or failed) is known to be the editor's only afterwards
+    editors: dict[int, tuple[str, str]] = {}
+
+    def as_editor(ans: Answer) -> None:
+        if ans.architect:
+            ans.architect = False
+            ans.model, ans.edit_format = editors.get(ans.index, (ans.model, ans.edit_format))
 
     def close_body() -> None:
         nonlocal current, body, after_tool, after_user, edit_prompt, reformatted
@@ -124,6 +135,7 @@ def parse_log(text: str) -> list[Answer]:
             architect=main_format == "architect" and not editor,
             reformatted=was_reformatted)
         answers.append(ans)
+        editors[ans.index] = (editor_model, editor_format)
         current = ans
         after_tool = after_user = edit_prompt = False
 
@@ -202,6 +214,7 @@ def parse_log(text: str) -> list[Answer]:
         m = _APPLIED_RE.match(content)
         if m:
             current.applied.append(_clean_path(m.group(1)))
+            as_editor(current)
             continue
         m = _COMMIT_RE.match(content)
         if m:
@@ -211,6 +224,7 @@ def parse_log(text: str) -> list[Answer]:
             continue
         if any(marker in content for marker in _FAIL_MARKERS):
             current.failed = True
+            as_editor(current)
         if _REPORT_START.search(content):
             in_report = True
         m = _FAILED_IN.search(content)

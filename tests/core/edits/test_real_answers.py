@@ -144,9 +144,8 @@ def test_trailing_divider_before_replace_marker() -> None:
     assert edit.replace == "        self.vertices = []\n"
 
 
-@pytest.mark.xfail(reason="edits-parse: in a Windows path line a backslash before '_' or "
-                          "'(' is a markdown escape, not a folder separator", strict=False)
 def test_windows_path_with_markdown_escapes() -> None:
+    """A backslash before '_' or '(' is a markdown escape, not a folder separator."""
     text = ("app\\routes\\($locale).account\\_.authorize.tsx\n```tsx\n<<<<<<< SEARCH\n"
             "a\n=======\nb\n>>>>>>> REPLACE\n```\n")
     assert _paths(text) == ["app/routes/($locale).account_.authorize.tsx"]
@@ -158,9 +157,8 @@ def test_windows_path_line() -> None:
     assert _paths(text) in (["app/components/SearchForm.tsx"], [])  # never a '\\' name
 
 
-@pytest.mark.xfail(reason="edits-parse: a model's reasoning (<think>, Aider's "
-                          "<thinking-content-...>) is read for edits", strict=False)
 def test_reasoning_is_never_read_as_edits() -> None:
+    """13% of real answers carry the model's reasoning; drafts in it are no edits."""
     text = ("<think>\nThe file should become:\n\nnotes.md\n```\n# Draft\n```\n</think>\n\n"
             "notes.md\n```\n# Notes\n\nFinal.\n```\n")
     parser = StreamingParser()
@@ -168,9 +166,6 @@ def test_reasoning_is_never_read_as_edits() -> None:
     assert [(e.path, e.replace) for e in edits] == [("notes.md", "# Notes\n\nFinal.\n")]
 
 
-@pytest.mark.xfail(reason="edits-parse: a whole-file block standing in for code with a "
-                          "comment ('# Class definition here') is an example, not the file",
-                   strict=False)
 def test_example_snippet_under_a_heading_is_not_the_file() -> None:
     """deepseek-coder, Aider's diff format (Aider applied nothing): an illustration under
     a `### path` heading would replace a 231-line file with these 3 lines."""
@@ -252,6 +247,21 @@ def test_log_split_into_answers_with_verdicts() -> None:
     assert failed.failed and failed.failed_paths == ["lib/x.py"]
     assert "SearchReplaceNoExactMatch" not in retry.text  # Aider's report is no answer
     assert retry.reflection and retry.text.startswith("Sorry")
+
+
+def test_architect_mode_with_auto_accept() -> None:
+    """No "Edit the files?" prompt: the plan is the architect's, the answer that gets
+    Aider's verdict is the editor's (its model and format)."""
+    log = ("> Main model: o3 with architect edit format  \n"
+           "> Editor model: gpt-4.1 with editor-diff edit format  \n\n"
+           "#### make it faster  \n\nUse a set instead of a list in a.py.\n\n"
+           "> Tokens: 1k sent, 100 received.  \n\n"
+           "a.py\n```python\n<<<<<<< SEARCH\nx = []\n=======\nx = set()\n>>>>>>> REPLACE\n```\n\n"
+           "> Applied edit to a.py  \n")
+    plan, edit = parse_log(log)
+    assert plan.architect and plan.model == "o3" and not plan.applied
+    assert not edit.architect and (edit.model, edit.edit_format) == ("gpt-4.1", "editor-diff")
+    assert edit.applied == ["a.py"]
 
 
 def test_quoted_prompt_inside_a_fence_stays_in_the_answer() -> None:
