@@ -349,10 +349,7 @@ class RepoMap:
     ) -> Iterator[MapEntry]:
         """Definitions outside the chat files with a positive score, best first (lazily)."""
         with self._lock:
-            self._ensure_built()
-            state = self._graph_state()
-            chat = [state.file_index[r] for r in set(chat_files) if r in state.file_index]
-            ranks = self._ranks(state, chat, mentioned_files, mentioned_names)
+            state, chat, ranks = self._focus_ranks(chat_files, mentioned_files, mentioned_names)
             ident_rank = np.where(state.def_ident >= 0, ranks[state.def_ident], 0.0)
             score = ranks[state.def_file] * state.def_scale + ident_rank * state.def_share
             score *= state.def_factor
@@ -390,10 +387,15 @@ class RepoMap:
         sends a prompt naming the same things, `render` finds its ranks ready. On a
         20,000-file tree the ranking is most of a request's assembly."""
         with self._lock:
-            self._ensure_built()
-            state = self._graph_state()
-            chat = [state.file_index[r] for r in set(chat_files) if r in state.file_index]
-            self._ranks(state, chat, mentioned_files, prompt_names(prompt))
+            self._focus_ranks(chat_files, mentioned_files, prompt_names(prompt))
+
+    def _focus_ranks(self, chat_files: Iterable[str], mentioned_files: Iterable[str],
+                     mentioned_names: Iterable[str]) -> tuple[MapGraph, list[int], np.ndarray]:
+        """The graph, the chat files' nodes and the ranks for this focus (lock held)."""
+        self._ensure_built()
+        state = self._graph_state()
+        chat = [state.file_index[r] for r in set(chat_files) if r in state.file_index]
+        return state, chat, self._ranks(state, chat, mentioned_files, mentioned_names)
 
     @staticmethod
     def _personalisation(
