@@ -56,6 +56,9 @@ _GIT_HEADER_RE = re.compile(
     r"(?:dis)?similarity index \d+%\s*$|(?:rename|copy) (?:from|to) \S|"
     r"Binary files .* differ\s*$|GIT binary patch\s*$)")
 DIFF_LANGS = {"diff", "patch", "udiff"}
+# a model's reasoning, which may show drafts of edits that it then revises
+_THINK_OPEN_RE = re.compile(
+    r"^\s*<(thinking-content-[\w-]+|thinking|think|reasoning)(?=[\s>])[^>]*>", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -274,6 +277,7 @@ class StreamingParser:
         self._last_path: str | None = None
         self._block: _Block | None = None
         self._fence: _Fence | None = None
+        self._thinking: str | None = None  # the reasoning tag we are inside, if any
         self._finished = False
 
     # -- public API ---------------------------------------------------------------
@@ -354,6 +358,19 @@ class StreamingParser:
     # -- line state machine ---------------------------------------------------------
     def _line(self, line: str) -> list[Edit]:
         line = line.lstrip("\ufeff")  # a BOM the model copied is never content
+        if self._thinking is not None:
+            end = line.lower().find(f"</{self._thinking}>")
+            if end < 0:
+                return []  # reasoning is never read for edits, even drafts of them
+            rest = line[end + len(self._thinking) + 3:]
+            self._thinking = None
+            return self._line(rest) if rest.strip() else []
+        if self._block is None and self._fence is None:
+            m = _THINK_OPEN_RE.match(line)
+            if m:
+                self._thinking = m.group(1).lower()
+                return self._line(line[m.end():]) if f"</{self._thinking}>" in \
+                    line[m.end():].lower() else []
         if self._block is not None:
             return self._block_line(line)
         f = self._fence

@@ -115,9 +115,10 @@ def _backslash_readings(s: str) -> list[str]:
     unescaped = _MD_ESCAPE.sub(r"\1", s)
     windows = s.replace("\\", "/")
     both = unescaped.replace("\\", "/")
-    emphasis = re.sub(r"\\([_*])", r"\1", s).replace("\\", "/")  # only \_ \* escaped
+    # only a lone \_ or \* escaped (`x\_.tsx`), every other \ a folder (`pkg\__init__.py`)
+    emphasis = re.sub(r"\\(\*|_(?!_))", r"\1", s).replace("\\", "/")
     order = [unescaped, both, emphasis, windows] if "/" in s else \
-        [windows, emphasis, both, unescaped]
+        [emphasis, windows, both, unescaped]
     return list(dict.fromkeys(order))
 
 

@@ -474,3 +474,18 @@ def test_stand_in_comments_and_comment_only_files_are_held():
     assert len(parse_edits(note)) == 1
     ok = _sr("a.py", "x = 1\n", "# Add your API key here\nKEY = ''\n")
     assert len(parse_edits(ok)) == 1  # an instruction comment is code, not a stand-in
+
+
+@pytest.mark.parametrize("open_tag, close_tag", [
+    ("<think>", "</think>"), ("<thinking>", "</thinking>"), ("<reasoning>", "</reasoning>"),
+    ("<thinking-content-7bbeb8e1441453ad>", "</thinking-content-7bbeb8e1441453ad>"),
+])
+def test_reasoning_is_never_read_for_edits(open_tag, close_tag):
+    draft = "notes.md\n```\n# Draft\n```\n" + _sr("a.py", "x\n", "y\n")
+    text = f"{open_tag}\nThe file should become:\n\n{draft}{close_tag}\n\nnotes.md\n```\n# Final\n```\n"
+    edits, errors, _ = _parse(text)
+    assert errors == [] and [(e.path, e.replace) for e in edits] == [("notes.md", "# Final\n")]
+    same_line = f"{open_tag}plan: edit a.py{close_tag}\na.py\n```\nX = 1\n```\n"
+    assert [e.path for e in parse_edits(same_line)] == ["a.py"]
+    # an answer cut off while still reasoning has no edits
+    assert parse_edits(f"{open_tag}\n{draft}") == []
