@@ -105,7 +105,7 @@ class RaceScreen(ModalScreen[RaceResult | None]):
     async def _run_lane(self, profile: str) -> None:
         try:
             stream = await self.client.generate(profile, self.messages,
-                                                max_tokens=self.max_tokens)
+                                                max_tokens=self.max_tokens, request=self.prompt)
             self._streams[profile] = stream
             # aclosing: a cancelled worker closes the stream's generator here, not at GC
             async with aclosing(stream.__aiter__()) as events:

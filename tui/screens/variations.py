@@ -185,7 +185,7 @@ class VariationsScreen(ModalScreen[VariationChoice | None]):
         recorder = getattr(self.station, "recorder", None)
         try:
             stream = await self.client.generate(self.profile, self.messages,
-                                                max_tokens=self.max_tokens)
+                                                max_tokens=self.max_tokens, request=self.prompt)
             self._streams[index] = stream
             self.variations.update(index, request_id=stream.id)
             if recorder is not None:
