@@ -144,8 +144,6 @@ def test_trailing_divider_before_replace_marker() -> None:
     assert edit.replace == "        self.vertices = []\n"
 
 
-@pytest.mark.xfail(reason="edits-parse: fixed in its working copy, not yet on main; "
-                          "drop this mark once committed", strict=False)
 def test_windows_path_with_markdown_escapes() -> None:
     """A backslash before '_' or '(' is a markdown escape, not a folder separator."""
     text = ("app\\routes\\($locale).account\\_.authorize.tsx\n```tsx\n<<<<<<< SEARCH\n"
@@ -159,8 +157,6 @@ def test_windows_path_line() -> None:
     assert _paths(text) in (["app/components/SearchForm.tsx"], [])  # never a '\\' name
 
 
-@pytest.mark.xfail(reason="edits-parse: fixed in its working copy, not yet on main; "
-                          "drop this mark once committed", strict=False)
 def test_reasoning_is_never_read_as_edits() -> None:
     """13% of real answers carry the model's reasoning; drafts in it are no edits."""
     text = ("<think>\nThe file should become:\n\nnotes.md\n```\n# Draft\n```\n</think>\n\n"
