@@ -32,7 +32,6 @@ from dataclasses import dataclass, field, replace
 from core.edits.paths import Exists, bare_token, clean_path, lang_mismatch, mentioned_path
 from core.edits.placeholders import (
     bare_elision,
-    comments_only,
     stand_in_comment,
     whole_file_problem,
 )
@@ -488,10 +487,6 @@ class StreamingParser:
         if dots:
             problem = (f"leaves code out (a {dots!r} line stands in for it); writing "
                        f"it would delete that code")
-        elif problem is None and comments_only(f.body) and self.exists is not None \
-                and clean_path(f.path, self.exists) == f.path and _has_file(self.exists, f.path):
-            problem = ("holds only comments; written as the whole file it would replace "
-                       "the existing file's code")
         if problem:
             self._hold(edit, f.start_line, f"whole-file block for {f.path} (line "
                                            f"{f.start_line}) {problem}; not applied")
@@ -854,13 +849,6 @@ class StreamingParser:
         f.__init__(keep_marker, keep_start, True, keep_path, lang=f.lang)  # type: ignore[misc]
         f.emitted = emitted
         return out
-
-
-def _has_file(exists: Exists, path: str) -> bool:
-    try:
-        return bool(exists(path))
-    except Exception:  # noqa: BLE001 - a path the tree refuses to look at is not there
-        return False
 
 
 def _prose_file(path: str) -> bool:

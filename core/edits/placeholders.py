@@ -100,7 +100,6 @@ def bare_elision(path: str, search: list[str], replace: list[str]) -> str | None
     return None
 
 
-_COMMENT_ONLY = re.compile(r"^\s*(?://|/\*|\*/|\*(?:\s|$)|<!--|-->|#(?:\s|#|$)|--\s|;;)")
 _STAND_IN = re.compile(
     r"^\s*(?:#+|//+|/\*+|<!--|--|;+|\*)\s*[\[(<{]?\s*(?:\.\.\.\s*)?(?:the\s+|your\s+)?"
     r"(?:(?:rest|remainder)\s+of\s+(?:the\s+)?|remaining\s+|existing\s+|other\s+|previous\s+|"
@@ -108,13 +107,6 @@ _STAND_IN = re.compile(
     r"(?:definitions?|implementations?|code|contents?|logic|body|methods|functions)\s+"
     r"(?:goes\s+|go\s+|is\s+|are\s+|stays?\s+|remains?\s+)?"
     r"(?:here|unchanged|the\s+same|omitted|as\s+before|as\s+is)\b", re.IGNORECASE)
-
-
-def comments_only(lines: list[str]) -> bool:
-    """Every non-blank line is a comment (`//`, `#`, `/* */`, `<!-- -->`, `-- `): what
-    a model writes under a file's path when it means "no change needed here"."""
-    body = [ln for ln in lines if ln.strip()]
-    return bool(body) and all(_COMMENT_ONLY.match(ln) for ln in body)
 
 
 def stand_in_comment(search: list[str], replace: list[str]) -> str | None:

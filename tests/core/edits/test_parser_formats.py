@@ -458,7 +458,7 @@ def test_an_exists_that_refuses_to_look_means_not_in_the_tree(tmp_path):
     assert [e.path for e in edits] == ["main", "../x.py"]  # the workspace refuses the 2nd
 
 
-def test_stand_in_comments_and_comment_only_files_are_held():
+def test_stand_in_comments_are_held_comment_files_are_not():
     # real answers: "# Class definition here" inside a whole file that would cut a
     # 231-line file to 3; a file "rewritten" as two comments saying nothing changes
     text = "### scene_craft.rb\n```ruby\nclass Scene_Craft\n  # Class definition here\nend\n```\n"
@@ -467,11 +467,10 @@ def test_stand_in_comments_and_comment_only_files_are_held():
     sr = _sr("a.py", "def f():\n    return 1\n", "def f():\n    # implementation unchanged\n")
     edits, errors, _ = _parse(sr)
     assert edits == [] and "implementation unchanged" in errors[0]
-    note = "app/Header.tsx\n```tsx\n// No changes are needed in this file,\n// but check the link.\n```\n"
-    edits, errors, _ = _parse(note, exists=lambda p: p == "app/Header.tsx")
-    assert edits == [] and "only comments" in errors[0]
-    # a new file of comments, or without the tree, is left to the apply side
-    assert len(parse_edits(note)) == 1
+    # a file of comments is a file (a package's __init__.py); that it would replace a
+    # file full of code is the apply side's deletion-heavy check, which knows the file
+    note = "pkg/__init__.py\n<source>\n# Package initializer.\n</source>\n"
+    assert len(parse_edits(note, exists=lambda p: p == "pkg/__init__.py")) == 1
     ok = _sr("a.py", "x = 1\n", "# Add your API key here\nKEY = ''\n")
     assert len(parse_edits(ok)) == 1  # an instruction comment is code, not a stand-in
 
