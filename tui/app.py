@@ -32,6 +32,8 @@ from textual.worker import Worker, WorkerState
 from core.answer import AnswerRun, HunkState, remedy_for
 from core.loop import Finished, Progress, Started, Steered, stream_answer
 from core.review import Review, Verdict
+from core.verify.fixloop import FixRun
+from core.verify.session import VerifySession
 from core.workstation import Workstation
 from themes import DEFAULT_THEME, register_themes
 from tui.palette import WorkstationCommands
@@ -39,6 +41,7 @@ from tui.screens.help import HelpScreen
 from tui.widgets.diff_view import DiffView
 from tui.widgets.side_panel import SidePanel
 from tui.widgets.status import StatusBar
+from tui.widgets.verify_panel import VerifyPanel
 
 if TYPE_CHECKING:
     from core.client import CoreClient
@@ -74,6 +77,8 @@ class SparkApp(App):
         Binding("ctrl+t", "report", "Report", id="report", priority=True),
         Binding("ctrl+f", "pick_files", "Add files", id="pick_files", priority=True),
         Binding("ctrl+o", "add_mentioned", "Add mentioned files", id="add_mentioned", priority=True),
+        Binding("ctrl+e", "send_failures", "Send test failures back", id="send_failures", show=False,
+                priority=True),
         Binding("f1", "help", "Help", id="help_f1", show=False, priority=True),
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
     ]
@@ -104,6 +109,13 @@ class SparkApp(App):
         self._pending_redirects: list[str] = []
         self._own_writes: dict[str, float] = {}  # path -> when we wrote it (the watcher sees it too)
         self._check_warned: dict[str, list[str]] = {}  # request id -> problems the user was warned of
+        # verify before accept (issue 15): checks and the project's tests on the answer shown;
+        # its worker only raises a flag, the frame timer redraws the panel
+        self.verify = VerifySession(self.workspace, fast_profiles=self.station.fast_profiles,
+                                    on_change=self._verify_changed)
+        self._verify_dirty = False
+        self._verify_badges: dict[str, str] = {}
+        self._auto_fixed: set[str] = set()  # request ids whose failures went back by themselves
         self._prose_expanded = False
         self._theme_ready = False  # the start-up theme is not a user's choice to remember
         self.settled = True  # False from a prompt until its answer is fully shown (tests wait on it)
@@ -144,6 +156,7 @@ class SparkApp(App):
             except Exception as exc:  # noqa: BLE001 - a file that cannot be added is said, not fatal
                 self.notify(str(exc), severity="error", timeout=10)
         self._watch()
+        self.query_one(SidePanel).mount(VerifyPanel(id="verify"), before=1)
         self._theme_ready = True
 
     def watch_theme(self, theme: str) -> None:
@@ -359,11 +372,14 @@ class SparkApp(App):
         self._update_context_meter()
 
     @work(exclusive=True, group="answer", exit_on_error=False)
-    async def _start_answer(self, prompt: str) -> None:
+    async def _start_answer(self, prompt: str, fix_of: AnswerRun | None = None) -> None:
         from core.context.prompt import ContextError
 
         self.last_prompt = prompt
-        run = AnswerRun(self.workspace, prompt, self.profile)
+        if fix_of is not None and fix_of.proposal is not None:
+            run: AnswerRun = FixRun(self.workspace, prompt, self.profile, fix_of.proposal)
+        else:
+            run = AnswerRun(self.workspace, prompt, self.profile)
         self._show_new_answer(run)
         status = self.query_one(StatusBar)
         status.streaming = True
@@ -400,6 +416,8 @@ class SparkApp(App):
         """A fresh answer: its own hunks, counts and timing from zero (nothing of the last)."""
         self.answer, self.review, self.settled = run, None, False
         self._prose_expanded = False
+        self.verify.answer_started(run, fix_round=isinstance(run, FixRun))
+        self._show_verify()
         diff = self.query_one(DiffView)
         diff.reset(self._transcript(run))
         diff.hunk_keys = False
@@ -493,6 +511,7 @@ class SparkApp(App):
             while self._rebuild_needed:
                 self._rebuild_needed = False
                 await asyncio.to_thread(run.rebuild_proposal)
+                self.verify.proposal_changed(run)
                 try:
                     review = await asyncio.to_thread(self.station.review, run)
                 except Exception as exc:  # see the docstring
@@ -514,6 +533,8 @@ class SparkApp(App):
         diff = self.query_one(DiffView)
         states = {hid: state.value for hid, state in run.states().items()}
         badges = self.review.badges() if self.review else {}
+        for hunk_id, badge in self.verify.badges().items():
+            badges[hunk_id] = f"{badges[hunk_id]} {badge}" if badges.get(hunk_id) else badge
         self.station.hunks_shown(run)
         diff.sync(run.hunks, states, badges, run.hunk_context(), run.reasons)
         diff.hunk_keys = bool(run.open) or run.request_id in self._check_warned
@@ -544,6 +565,9 @@ class SparkApp(App):
 
     def _paint(self) -> None:
         """At most once per frame: the pending block and the live numbers of the answer shown."""
+        if self._verify_dirty:
+            self._verify_dirty = False
+            self._show_verify()
         if not self._dirty or self.answer is None:
             return
         self._dirty = False
@@ -577,6 +601,7 @@ class SparkApp(App):
         else:
             targets = [diff.current_id] if diff.current_id else []
         outcome = self.station.decide(run, targets, accept, self.review, reason=reason)
+        self.verify.decisions_changed(run)
         self._check_warned.pop(run.request_id, None)
         if outcome.held is not None and outcome.held_id is not None:
             diff.select(run.hunks.index(run.hunk(outcome.held_id)))
@@ -601,6 +626,9 @@ class SparkApp(App):
         whole answer did not, with one key (w) to write anyway."""
         if not force:
             problems = await asyncio.to_thread(self.station.check_subset, run)
+            if not problems:
+                warning = await asyncio.to_thread(self.verify.subset_warning, run)
+                problems = [warning] if warning else []
             if problems:
                 self._check_warned[run.request_id] = problems
                 notes = self._transcript(run)
@@ -619,6 +647,7 @@ class SparkApp(App):
         await self._write(run)
 
     async def _write(self, run: AnswerRun) -> None:
+        self.verify.answer_dropped()
         now = time.monotonic()  # before writing: the watcher reports our own writes quickly
         self._own_writes.update({h.path: now for h in run.hunks if h.id in run.chosen})
         try:
@@ -659,6 +688,46 @@ class SparkApp(App):
         for hunk_id in run.ids_in(HunkState.CHOSEN, HunkState.REJECTED):
             run.reopen(hunk_id)
         self._after_stream(run)
+
+    # -- verify before accept (core/verify, docs/verify.md) -----------------------------------
+    def _verify_changed(self) -> None:
+        """From the verifier's thread: only a flag; the next frame redraws."""
+        self._verify_dirty = True
+
+    def _show_verify(self) -> None:
+        answer, accepted = self.verify.reports()
+        self.query_one(VerifyPanel).show(answer, accepted, fix_key=self._send_failures_key(),
+                                         fix_note=self.verify.loop_status())
+        badges = self.verify.badges()
+        if badges != self._verify_badges:  # a hunk's [F821] appears or goes
+            self._verify_badges = badges
+            self._sync_diff()
+        run = self.answer
+        if run is not None and run.finished and not run.applied and run.request_id not in self._auto_fixed \
+                and not run.chosen and len(run.undecided) == len(run.hunks):
+            prompt = self.verify.auto_fix(run)  # fast profile only; None unless broken and rounds left
+            if prompt is not None:
+                self._auto_fixed.add(run.request_id)
+                self.notify("tests fail on the proposal: sending the failures back (fix loop)", timeout=5)
+                self._start_answer(prompt, fix_of=run)
+
+    def _send_failures_key(self) -> str:
+        """The key bound to send_failures now ([ui.keys] may rebind it)."""
+        for key, bindings in self._bindings.key_to_bindings.items():
+            if any(b.action == "send_failures" for b in bindings):
+                return key
+        return "ctrl+e"
+
+    def action_send_failures(self) -> None:
+        """One key: the failing tests' trimmed output goes to the model as the next request."""
+        run = self.answer
+        if run is None or not run.finished or run.applied or self._stream is not None:
+            return
+        prompt = self.verify.fix_request()
+        if prompt is None:
+            self.notify("nothing to send back: the checks and tests pass (or are still running)", timeout=5)
+            return
+        self._start_answer(prompt, fix_of=run)
 
     def action_toggle_prose(self) -> None:
         run = self.answer
@@ -740,7 +809,8 @@ class SparkApp(App):
         by_action: dict[str, list[str]] = {}
         first: dict[str, object] = {}
         diff = self.query_one(DiffView)
-        for key, binding in [*diff._bindings, *self._bindings]:
+        review = [(key, b) for key, b in diff._bindings if b.action.startswith("app.")]  # not scrolling
+        for key, binding in [*review, *self._bindings]:
             if binding.description:
                 action = binding.action.removeprefix("app.")
                 by_action.setdefault(action, []).append(key)
@@ -908,5 +978,7 @@ class SparkApp(App):
 
     async def on_unmount(self) -> None:
         self._stop_watch.set()
+        self.verify.close()
+        await asyncio.to_thread(self.verify.wait_closed, 5.0)
         if self.client is not None:
             await self.client.close()

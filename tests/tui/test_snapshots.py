@@ -34,7 +34,7 @@ def test_main_screen_mid_stream(snap_compare, demo_root, core_url):
     async def freeze_mid_stream(pilot):
         await wait_for(pilot, lambda: app.client is not None, what="core connection")
         run = AnswerRun(app.workspace, "Add a days_overdue(invoice, today) function", "spark")
-        app.answer = run
+        app._show_new_answer(run)  # as a prompt's answer starts: REVIEW mode, its transcript
         run.feed(answer[:cut], 0)
         run.stats = StreamStats(started=100.0, first_token=100.08, tokens=cut // 4)
         run.stats.ended = 100.08 + (cut // 4) / 1000  # 1,000 tok/s, fixed for the picture
@@ -52,7 +52,7 @@ def test_help_screen(snap_compare, demo_root, core_url):
 
     async def open_help(pilot):
         await wait_for(pilot, lambda: app.client is not None, what="core connection")
-        await pilot.press("question_mark")
+        await pilot.press("f1")  # from the prompt: `?` types there (it is help in the review)
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=open_help)
