@@ -32,6 +32,9 @@ BARE_NAMES = {"Makefile", "GNUmakefile", "makefile", "Dockerfile", "Containerfil
 # Families: LICENSE-MIT, Dockerfile.dev, Makefile.am, requirements/... are named by prefix.
 _BARE_FAMILY = re.compile(r"^(?:LICEN[CS]E|COPYING|README|CHANGELOG|NOTICE|Dockerfile|"
                           r"Containerfile|Makefile|Jenkinsfile)(?:[-_.][\w.-]+)?$")
+# sentence punctuation of scripts written without spaces (a Chinese sentence that names
+# README.md has no space in it, yet it is prose)
+_PROSE_PUNCT = set("，。：；！？、（）【】「」『』《》…")
 _DECORATION = "*`'\""  # characters models wrap a path line in (underscores: see _unwrap)
 _PREFIXES = ("file:", "filename:", "path:", "file name:")
 _PIN = re.compile(r"(?:===?|[<>~!]=|@\s|\[[\w,]+\][=<>~!])")  # pytest==7.4.3, pkg[x]>=1
@@ -50,7 +53,7 @@ def _unwrap(s: str) -> str:
     name that starts with underscores (`__init__.py`, `_private.py`) keeps them."""
     for _ in range(5):
         before = s
-        s = s.strip(_DECORATION).strip().rstrip(":").strip()
+        s = s.strip(_DECORATION).strip().rstrip(":：").strip()
         for prefix in _PREFIXES:
             if s.lower().startswith(prefix):
                 s = s[len(prefix):].strip()
@@ -157,7 +160,7 @@ def clean_path(line: str, exists: Exists | None = None) -> str | None:
     if numbered and (heading or s[numbered.end():][:1] in _DECORATION):
         s = s[numbered.end():]  # "### 2. `a/b.py`", "1. **a.py**"
     s = _unwrap(s)
-    if not s or any(ch.isspace() for ch in s) or s.lower() in NOT_PATHS:
+    if not s or any(ch.isspace() or ch in _PROSE_PUNCT for ch in s) or s.lower() in NOT_PATHS:
         return None
     if s.startswith(("<", "=", ">", "-", "+", "@", "(", "$")) \
             or s.endswith((".", ",", ";", "!", "?", ")")):

@@ -217,6 +217,7 @@ def test_bare_name_is_a_path_only_when_the_tree_has_it():
     ("src/pages/[...slug].astro", "src/pages/[...slug].astro"),
     ("pages/blog/[[...slug]].tsx", "pages/blog/[[...slug]].tsx"),
     ("LICENSE-MIT", "LICENSE-MIT"), ("### 2. `a/b.py`", "a/b.py"),
+    ("README.md：", "README.md"), ("文档/说明.md", "文档/说明.md"),
 ])
 def test_paths_keep_underscores_and_real_routes(line, path):
     assert clean_path(line) == path
@@ -227,6 +228,7 @@ def test_paths_keep_underscores_and_real_routes(line, path):
     "https://example.com/a.py", "http://x.org/setup.py", "www.python.org",
     "messages/[locale]/index.json", "path/to/file.py", "src/<module>.py", "{name}.py",
     "your_file.py", "src/.../app.py", "main", "Here is app.py", "python",
+    "为了编写README.md文件，以下是一个示例README.md的内容：",  # a sentence with no spaces
 ])
 def test_pins_urls_placeholders_and_prose_are_never_paths(line):
     assert clean_path(line) is None
