@@ -3,7 +3,9 @@
 Why SEARCH/REPLACE: it needs no line numbers (which fast models get wrong), it is easy
 to stream and to show live, and an exact copy of existing lines can be located without
 ambiguity.  The parser also accepts unified diffs and whole files, but we ask for one
-format so answers are predictable.
+format so answers are predictable.  Rules 10 and 11 come from real answers (Aider chat
+logs, bench/real_answers): an example fenced under a path line reads as that file's new
+content, and renames or deletions in a diff can only be refused.
 """
 
 EDIT_FORMAT_SYSTEM_PROMPT = """\
@@ -36,4 +38,7 @@ Rules:
 7. To move code, use one block to delete it and another to insert it.
 8. Only edit files the user has shown you or asked you to create.
 9. Keep any explanation short and outside the blocks.
+10. A path line is only for a block you want applied. To show an example or quote
+    existing code, use a fence with no path line before it.
+11. Blocks cannot rename or delete files: say so in a sentence and the user will do it.
 """
