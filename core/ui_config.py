@@ -67,23 +67,14 @@ def _read_ui_table(path: Path, data: dict) -> dict:
 
 
 def load_ui_config(project_root: Path | None = None) -> UiConfig:
-    config = UiConfig()
-    candidates = [user_config_file()]
-    if project_root is not None:
-        candidates.append(Path(project_root) / ".spark.toml")
-    for path in candidates:
-        if not path.is_file():
-            continue
-        data = _read_toml(path)
-        table = _read_ui_table(path, data)
-        guards = data.get("guards", {})
-        if not isinstance(guards, dict):
-            raise UiConfigError(f"{path}: [guards] must be a table")
-        config.guards.update(guards)
-        config.sources.append(path)
-        config.theme = table.get("theme", config.theme)
-        config.keys.update(table.get("keys", {}))
-    return config
+    """`[ui]` and `[guards]` as the one config loader (core/config.py) read and validated
+    them, with every other table of the same files (a bad table is one ConfigError)."""
+    from core.config import BUILTIN_FILE, DEMO_PROFILES_FILE, load_settings
+
+    settings = load_settings(project_root=project_root)
+    return UiConfig(theme=settings.theme, keys=dict(settings.keys), guards=dict(settings.guards),
+                    sources=[p for p in settings.sources
+                             if p not in (BUILTIN_FILE, DEMO_PROFILES_FILE)])
 
 
 def remembered_theme() -> str | None:

@@ -12,6 +12,9 @@ def _isolated(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    # a configured model (the demo's recordings), so the option under test is what fails;
+    # a folder with no model at all is tests/tui/test_first_run.py's
+    monkeypatch.setenv("SPARK_DEMO_PROFILES", "1")
 
 
 @pytest.mark.parametrize("argv, message", [
