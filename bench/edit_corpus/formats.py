@@ -230,6 +230,28 @@ def sr_multi_file(case: Case, rng: random.Random) -> Answer | None:
 
 # --- sloppy SEARCH/REPLACE formats ------------------------------------------------------
 
+def _count_keyed(a: list[str], needle: list[str], key: Callable[[list[str]], list[str]]) -> int:
+    """Places where needle matches a window of a once both are normalised by key."""
+    n = len(needle)
+    want = key(needle)
+    k0 = next((k for k, s in enumerate(needle) if s.strip()), 0)
+    first = needle[k0].strip() if needle else ""
+    return sum(1 for i in range(len(a) - n + 1)
+               if a[i + k0].strip() == first and key(a[i:i + n]) == want)
+
+
+def _rstripped(lines: list[str]) -> list[str]:
+    return [s.rstrip() for s in lines]
+
+
+def _dedented(lines: list[str]) -> list[str]:
+    """Lines with their common indentation removed (blank lines as empty): equal for
+    two windows that differ by one uniform indentation shift."""
+    body = [s for s in lines if s.strip()]
+    cut = min((len(s) - len(s.lstrip()) for s in body), default=0)
+    return [s[cut:].rstrip() if s.strip() else "" for s in lines]
+
+
 def _context_pairs(search: list[str], replace: list[str]) -> dict[int, int]:
     """replace index -> search index for lines the block keeps unchanged."""
     sm = difflib.SequenceMatcher(None, search, replace, autojunk=False)
@@ -241,9 +263,14 @@ def _context_pairs(search: list[str], replace: list[str]) -> dict[int, int]:
     return out
 
 
+def _before(case: Case, path: str) -> str | None:
+    return next(f.before for f in case.files if f.path == path)
+
+
 def sr_trailing_ws(case: Case, rng: random.Random) -> Answer | None:
     """Trailing spaces or tabs on some SEARCH lines (and on the same lines where REPLACE
-    keeps them): the model's copy of the file is noisy, its meaning is not."""
+    keeps them): the model's copy of the file is noisy, its meaning is not.  None when
+    the file holds a SEARCH text twice up to trailing whitespace (then ambiguous)."""
     blocks = _all_blocks(case, 0)
     if blocks is None:
         return None
@@ -259,6 +286,8 @@ def sr_trailing_ws(case: Case, rng: random.Random) -> Answer | None:
         if not noise:
             noise[rng.randrange(len(bl.search))] = " "
         noisy += 1
+        if _count_keyed(lines_of(_before(case, bl.path)), bl.search, _rstripped) > 1:
+            return None  # the file has the text twice up to trailing spaces: ambiguous
         bl.search = [s + noise.get(i, "") for i, s in enumerate(bl.search)]
         bl.replace = [r + noise.get(pairs[j], "") if j in pairs else r
                       for j, r in enumerate(bl.replace)]
@@ -268,13 +297,19 @@ def sr_trailing_ws(case: Case, rng: random.Random) -> Answer | None:
 
 
 def _indent_deep(case: Case, fmt: str, prefix: str) -> Answer | None:
+    """None when a shifted SEARCH occurs in its file as it stands (the answer would
+    then name that other place exactly: ambiguous by construction, not a slip)."""
     blocks = _all_blocks(case, 0)
     if blocks is None or not any(b.search for b in blocks):
         return None
+    files = {f.path: lines_of(f.before) for f in case.files}
     for bl in blocks:
         if bl.search:  # a new file's content has no SEARCH to be measured against
             bl.search = [prefix + s if s.strip() else s for s in bl.search]
             bl.replace = [prefix + r if r.strip() else r for r in bl.replace]
+            if _count(files[bl.path], bl.search) or \
+                    _count_keyed(files[bl.path], bl.search, _dedented) > 1:
+                return None  # the shifted text names another place too: ambiguous
     return _answer(case, fmt, [_render_sr(b) for b in blocks], _units(blocks))
 
 
@@ -315,8 +350,12 @@ def sr_blank_missing(case: Case, rng: random.Random) -> Answer | None:
                     bl.replace.append(a[i2])
                     bl.unit = (i1, i2 + 1, j1, j2 + 1)
                 pairs = _context_pairs(bl.search, bl.replace)
+                # a blank line between two unchanged lines: whether the SEARCH lists it
+                # or not, it stays (one beside a changed line would be ambiguous: is
+                # REPLACE's blank line that one or another?)
                 kept_blank = [(j, i) for j, i in pairs.items()
-                              if not bl.search[i].strip() and 0 < i < len(bl.search) - 1]
+                              if not bl.search[i].strip() and 0 < i < len(bl.search) - 1
+                              and pairs.get(j - 1) == i - 1 and pairs.get(j + 1) == i + 1]
                 if kept_blank:
                     j, i = rng.choice(sorted(kept_blank))
                     rest = bl.search[:i] + bl.search[i + 1:]
