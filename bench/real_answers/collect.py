@@ -1,7 +1,7 @@
 """Build the real-answers corpus from git mirrors of public repositories that committed
 their Aider chat logs.
 
-Usage: python -m bench.real_answers.collect MIRRORS_DIR OUT.jsonl.gz [--sample SAMPLE.jsonl.gz]
+Usage: python -m bench.real_answers.collect MIRRORS_DIR OUT.jsonl.gz [--hints FILE]
 
 MIRRORS_DIR holds bare git mirrors as `owner+name/repo` (the layout the search tool's
 fetch gives).  For every `.aider.chat.history.md` in any commit of a mirror, the largest
@@ -16,23 +16,23 @@ so stray-file and cut-file checks need no mirror later.  Why record names rather
 the parser's current output: the parser changes; any path it could read from an answer
 has its file name in the answer.
 
-The full corpus stays outside the repository (it holds other people's text).  The
-`--sample` file holds only answers from repositories whose licence allows
-redistribution (MIT, Apache-2.0, BSD, ISC, MPL, Unlicense, CC0), each with its source
-repository, path and commit.
+The corpus never enters the repository (it is other people's text, fetched): the bench
+builds it into a cache folder (corpus.py).  `--hints FILE` (lines `owner/name commit`)
+names commits known to hold a chat log, read before the sampled history; by default
+the commits of manifest.txt, the sources of the measured corpus.
 """
 
 from __future__ import annotations
 
-import gzip
-import json
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
 
 from .aider_log import Answer, parse_log
+from .corpus import hints_from_manifest, write
 
 LOG_NAME = ".aider.chat.history.md"
 _PERMISSIVE = [("MIT License", "MIT"), ("Permission is hereby granted, free of charge", "MIT"),
@@ -224,34 +224,41 @@ def record(ans: Answer, repo: str, log_path: str, commit: str, lic: str | None
     return rec
 
 
+def build(mirrors: Path, out: Path, hints: dict[str, list[str]] | None = None) -> int:
+    """Every answer of every mirror under `mirrors` into the corpus file `out`; returns
+    how many.  One broken mirror is reported and skipped, not fatal."""
+    hints = hints or {}
+
+    def records() -> Iterator[dict[str, object]]:
+        for mirror in sorted(p for p in mirrors.iterdir() if p.is_dir()):
+            repo = mirror.name.replace("+", "/", 1)
+            try:
+                recs = answers_of(mirror, tuple(hints.get(repo, [])))
+            except (OSError, ValueError, UnicodeError) as exc:
+                print(f"{mirror.name}: skipped ({exc!r})", file=sys.stderr)
+                continue
+            if recs:
+                print(f"{mirror.name}: {len(recs)} answers", file=sys.stderr)
+            yield from recs
+
+    total = write(records(), out)
+    print(f"{total} answers -> {out}", file=sys.stderr)
+    return total
+
+
 def main(argv: list[str]) -> int:
     if len(argv) < 2:
         print(__doc__)
         return 2
     mirrors, out = Path(argv[0]), Path(argv[1])
-    sample = Path(argv[argv.index("--sample") + 1]) if "--sample" in argv else None
-    # --hints FILE: lines "owner/name commit" where an index saw a chat log
-    hints: dict[str, list[str]] = {}
     if "--hints" in argv:
+        hints: dict[str, list[str]] = {}
         for row in Path(argv[argv.index("--hints") + 1]).read_text().splitlines():
-            if len(row.split()) == 2:
+            if len(row.split()) == 2 and not row.startswith("#"):
                 hints.setdefault(row.split()[0], []).append(row.split()[1])
-    total = 0
-    with gzip.open(out, "wt", encoding="utf-8") as fh:
-        for mirror in sorted(p for p in mirrors.iterdir() if p.is_dir()):
-            try:
-                recs = answers_of(mirror, tuple(hints.get(mirror.name.replace("+", "/", 1), [])))
-            except (OSError, ValueError, UnicodeError) as exc:  # one broken mirror must not stop the corpus
-                print(f"{mirror.name}: skipped ({exc!r})", file=sys.stderr)
-                continue
-            for rec in recs:
-                fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
-            total += len(recs)
-            print(f"{mirror.name}: {len(recs)} answers", file=sys.stderr)
-    print(f"{total} answers -> {out}", file=sys.stderr)
-    if sample is not None:
-        from .sample import write_sample
-        write_sample(out, sample)
+    else:
+        hints = hints_from_manifest()
+    build(mirrors, out, hints)
     return 0
 
 

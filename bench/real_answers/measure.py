@@ -31,6 +31,7 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from core.edits.parser import Edit, StreamingParser
@@ -258,3 +259,24 @@ def render_why(rows: Mapping[str, Row], title: str) -> str:
         out.append(f"| {k} | {r.answers - r.same} | {r.refused} | {r.no_path} | {r.missed} "
                    f"| {r.extra} |")
     return "\n".join(out)
+
+
+def unguarded_cuts(rec: Mapping[str, Any], verdict: Verdict, root: Path) -> list[str]:
+    """Files of rec that its whole-file blocks would cut to a snippet WITHOUT the
+    deletion-heavy second key.  Needs no mirror: each cut file is laid out under root
+    (an empty folder) at its recorded line count (distinct lines: the corpus keeps
+    counts, not content) and the answer goes through `build_proposal`, the engine the
+    app and `spark apply` use."""
+    from core.edits.proposal import build_proposal
+    from core.workspace.files import Workspace
+
+    cut = [c.split(" (")[0] for c in verdict.cut]
+    if not cut:
+        return []
+    for rel in cut:
+        target = root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("".join(f"original line {i}\n" for i in range(rec["files"][rel])))
+    parser = StreamingParser()
+    proposal = build_proposal(Workspace(root), parser.feed(rec["text"]) + parser.finish())
+    return [f.path for f in proposal.files if f.path in cut and not f.deletion_heavy]
