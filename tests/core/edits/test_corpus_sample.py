@@ -117,11 +117,10 @@ def test_exact_rate_floor(cases: list[Case], fmt: str, scratch: Path) -> None:
 @settings(max_examples=20, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
-def test_random_case_and_format_is_exact_or_refused(cases: list[Case], scratch: Path,
-                                                     data: st.DataObject) -> None:
+def test_random_case_and_format_is_exact_or_refused(scratch: Path, data: st.DataObject) -> None:
     """Any commit in any format whose gaps are closed: never a wrong write."""
     fmt = data.draw(st.sampled_from([f for f in FORMATS if f not in WRONG_GAPS]))
-    case = cases[data.draw(st.integers(0, len(cases) - 1))]  # an index: short reports
+    case = _CASES[data.draw(st.integers(0, len(_CASES) - 1))]  # an index: short reports
     ans = render(case, fmt)
     if ans is None:
         return
