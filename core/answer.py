@@ -113,15 +113,17 @@ def prose_of(text: str) -> str:
 class AnswerRun:
     """One answer from the model: stream -> edits -> proposal -> per-hunk states."""
 
-    def __init__(self, workspace: Workspace, prompt: str, profile: str) -> None:
-        self.workspace = workspace
+    def __init__(self, workspace: Workspace | None, prompt: str, profile: str) -> None:
+        """`workspace` None: an answer only streamed and parsed (a race lane), never diffed."""
+        self._workspace = workspace
         self.prompt = prompt
         self.profile = profile
         self.text = ""
         self.parser = StreamingParser()
         self.edits: list[Edit] = []
         self.proposal: Proposal | None = None
-        self._builder = ProposalBuilder(workspace)  # re-diffs only files whose edits changed
+        # re-diffs only files whose edits changed
+        self._builder = ProposalBuilder(workspace) if workspace is not None else None
         self._states: dict[str, HunkState] = {}
         self.reasons: dict[str, str] = {}  # hunk id -> why it is REFUSED or STALE
         self.stats = StreamStats()
@@ -140,6 +142,12 @@ class AnswerRun:
         self.usage: dict | None = None
         self.timing: dict | None = None  # the done frame's timing (predicted, calibrated)
         self.parse_errors_before_steer: list = []
+
+    @property
+    def workspace(self) -> Workspace:
+        if self._workspace is None:
+            raise RuntimeError("this answer has no workspace (it is only streamed)")
+        return self._workspace
 
     # -- streaming -------------------------------------------------------------------------
     def feed(self, text: str, tokens: int) -> list[Edit]:
@@ -184,6 +192,8 @@ class AnswerRun:
 
     def rebuild_proposal(self) -> Proposal:
         """Diff every completed edit against the working tree (heavy: call from a worker)."""
+        if self._builder is None:
+            raise RuntimeError("this answer has no workspace to diff against")
         proposal = self._builder.build(list(self.edits))
         # file order, then line order within a file: hunks are numbered as drawn
         for fp in proposal.files:

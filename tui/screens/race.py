@@ -10,7 +10,6 @@ model's predicted finish, repainted at most once per frame. The screen dismisses
 from __future__ import annotations
 
 import logging
-from contextlib import aclosing
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -20,7 +19,7 @@ from textual.containers import Horizontal
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
-from core.client import CoreError, Delta
+from core.client import CoreError
 from core.race import Prediction, Race, RaceResult
 from tui.widgets.race_pane import RacePane
 
@@ -103,21 +102,20 @@ class RaceScreen(ModalScreen[RaceResult | None]):
 
     # -- streaming ---------------------------------------------------------------------------
     async def _run_lane(self, profile: str) -> None:
-        try:
-            stream = await self.client.generate(profile, self.messages,
-                                                max_tokens=self.max_tokens, request=self.prompt)
-            self._streams[profile] = stream
-            # aclosing: a cancelled worker closes the stream's generator here, not at GC
-            async with aclosing(stream.__aiter__()) as events:
-                async for event in events:
-                    if isinstance(event, Delta):
-                        self.race.feed(profile, event.text, event.tokens)
-            done = stream.done
-            self.race.finish(profile, done.reason if done else "error",
-                             timing=done.timing if done else None,
-                             error=None if done else "the stream ended without a result")
-        except CoreError as exc:  # this lane only: the other keeps racing
-            self.race.finish(profile, "error", error=exc.message or exc.code)
+        """One lane through the one answer loop (`core.loop.stream_answer`); a failure ends
+        this lane only, the other keeps racing."""
+        from core.answer import AnswerRun
+        from core.loop import Finished, Progress, Started, stream_answer
+
+        run = AnswerRun(None, self.prompt, profile)
+        async for update in stream_answer(self.client, run, self.messages, max_tokens=self.max_tokens):
+            if isinstance(update, Started):
+                self._streams[profile] = update.stream
+            elif isinstance(update, Progress):
+                self.race.feed(profile, update.text, update.tokens)
+            elif isinstance(update, Finished):
+                self.race.finish(profile, update.reason, timing=run.timing,
+                                 error=update.error if update.reason == "error" else None)
 
     def _paint(self) -> None:
         """At most once per frame: both panes and the banner from the race's numbers."""

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -26,7 +25,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
 from core.answer import AnswerRun, StreamStats
-from core.client import CoreError, Delta
+from core.client import CoreError
 from core.review import Review
 from core.variations import (
     DEFAULT_VARIATIONS,
@@ -179,46 +178,40 @@ class VariationsScreen(ModalScreen[VariationChoice | None]):
 
     # -- streaming ---------------------------------------------------------------------------
     async def _run_one(self, index: int) -> None:
-        run, stats = self.runs[index], self.stats[index]
+        """One variation through the one answer loop (`core.loop.stream_answer`); a failure
+        ends this variation only, the others go on."""
+        from core.loop import Finished, Progress, Started, stream_answer
+
+        run = self.runs[index]
+        streamed = run if run is not None else AnswerRun(None, self.prompt, self.profile)
+        streamed.stats = stats = self.stats[index]
         stats.started = time.perf_counter()
-        done = None
         recorder = getattr(self.station, "recorder", None)
-        try:
-            stream = await self.client.generate(self.profile, self.messages,
-                                                max_tokens=self.max_tokens, request=self.prompt)
-            self._streams[index] = stream
-            self.variations.update(index, request_id=stream.id)
-            if recorder is not None:
-                recorder.prompt(stream.id, self.prompt, self.profile, kind="variation")
-            async with aclosing(stream.__aiter__()) as events:
-                async for event in events:
-                    if not isinstance(event, Delta):
-                        continue
-                    if run is not None:
-                        if run.feed(event.text, event.tokens):
-                            self._request_rebuild(index)
-                    else:
-                        stats.on_tokens(event.tokens)
-                    self.variations.update(index, text_delta=event.text, tokens=stats.tokens)
-            done = stream.done
-            reason = done.reason if done else "error"
-            error = None if reason in OK_REASONS else (
-                reason if done else "the stream ended without a result")
-        except CoreError as exc:  # this variation only: the others go on
-            reason, error = "error", exc.message or exc.code
-        stats.ended = time.perf_counter()
+        reason, error = "error", None
+        async for update in stream_answer(self.client, streamed, self.messages, max_tokens=self.max_tokens):
+            if isinstance(update, Started):
+                self._streams[index] = update.stream
+                self.variations.update(index, request_id=update.stream.id)
+                if recorder is not None:
+                    recorder.prompt(update.stream.id, self.prompt, self.profile, kind="variation")
+            elif isinstance(update, Progress):
+                if run is not None and update.completed:
+                    self._request_rebuild(index)
+                self.variations.update(index, text_delta=update.text, tokens=stats.tokens)
+            elif isinstance(update, Finished):
+                reason = update.reason
+                error = None if update.ok else (update.error or update.reason)
         self.variations.update(index, done=error is None, error=error,
                                elapsed_s=stats.elapsed_s, ttft_ms=stats.ttft_ms)
         if recorder is not None and index in self._streams:
             entry = self._profile_entry()
-            usage = (done.usage if done else None) or {}
+            usage = streamed.usage or {}
             recorder.answer_done(self._streams[index].id, profile=self.profile,
                                  tokens=stats.tokens, elapsed_s=stats.elapsed_s,
                                  ttft_ms=stats.ttft_ms, chip=entry.get("chip"),
                                  model=entry.get("model"),
                                  prompt_tokens=usage.get("prompt_tokens"), reason=reason)
         if run is not None:
-            run.finish(reason, error)
             await self._review(index)
 
     def _request_rebuild(self, index: int) -> None:
