@@ -113,12 +113,21 @@ class LooseIndex:
 
 def find(lines: Sequence[str], search: Sequence[str], *, path: str = "?",
          threshold: float = FUZZY_THRESHOLD, tiebreak: TieBreak | None = None,
-         exact_only: bool = False, index: LooseIndex | None = None) -> Match:
-    """Find `search` in `lines`; raise MatchError naming `path` when it is not unique."""
+         exact_only: bool = False, index: LooseIndex | None = None,
+         shifted_answer: bool = True,
+         written: Callable[[int, int], bool] | None = None) -> Match:
+    """Find `search` in `lines`; raise MatchError naming `path` when it is not unique.
+
+    `shifted_answer`: the answer shows an indentation shift somewhere (see
+    `shows_indent_shift`), so a SEARCH found exactly is not trusted where the same lines
+    also stand at another indentation, if it is short or found only on lines that
+    `written(start, end)` says an earlier edit of the answer wrote."""
     hits = [(h, h + len(search)) for h in find_exact(lines, search)]
     needle = [norm(s) for s in search if s.strip()]
     if hits:
-        if 0 < len(needle) < FUZZY_MIN_LINES and not exact_only:
+        doubtful = len(needle) < FUZZY_MIN_LINES or (
+            written is not None and any(written(a, b) for a, b in hits))
+        if needle and doubtful and not exact_only and shifted_answer:
             twins = _shifted_twins(hits, lines, search, needle, index)
             if twins:
                 chosen = tiebreak([*hits, *twins], "loose") if tiebreak else None
@@ -126,9 +135,9 @@ def find(lines: Sequence[str], search: Sequence[str], *, path: str = "?",
                     where = ", ".join(str(w[0] + 1) for w in twins[:5])
                     raise MatchError(
                         f"{path}: the SEARCH text is at line {hits[0][0] + 1} exactly, but "
-                        f"also at line(s) {where} with other indentation; a SEARCH this "
-                        f"short cannot tell which is meant (an answer indented one level "
-                        f"off matches the wrong one exactly); add more surrounding lines")
+                        f"also at line(s) {where} with other indentation, and this answer "
+                        f"is indented off elsewhere: which one is meant cannot be told "
+                        f"(the exact one may be the wrong one); add more surrounding lines")
                 return Match(chosen[0], chosen[1], "exact" if chosen in hits else "loose")
         return _one(hits, "exact", lines, search, path, tiebreak)
     if exact_only:
@@ -183,6 +192,26 @@ def _shifted_twins(hits: list[tuple[int, int]], lines: Sequence[str],
         if len({f - s for f, s in zip(f_ind, s_ind)}) == 1:
             twins.append(w)
     return twins
+
+
+def shows_indent_shift(lines: Sequence[str], searches: Sequence[Sequence[str]]) -> bool:
+    """Whether some SEARCH text is not in the file as written but is there at another,
+    uniformly shifted indentation: evidence that the answer is indented off, so its
+    short SEARCH texts may match the wrong place exactly."""
+    index: LooseIndex | None = None
+    for search in searches:
+        needle = [norm(s) for s in search if s.strip()]
+        if not needle or find_exact(lines, search):
+            continue
+        index = index or LooseIndex(lines)
+        s_ind = [len(s) - len(s.lstrip()) for s in search if s.strip()]
+        for k in find_exact(index.keys, needle):
+            got = [len(lines[i]) - len(lines[i].lstrip())
+                   for i in index.index[k:k + len(needle)]]
+            deltas = {f - a for f, a in zip(got, s_ind)}
+            if len(deltas) == 1 and 0 not in deltas:
+                return True
+    return False
 
 
 def _one(hits: list[tuple[int, int]], how: str, lines: Sequence[str],

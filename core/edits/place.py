@@ -231,31 +231,59 @@ def place(window: Sequence[str], search: Sequence[str], replace: Sequence[str],
                 tail = s[len(s.rstrip()):]
                 if tail and tail != w[len(w.rstrip()):]:
                     noise[i] = tail
-    if ops is None:  # trailing whitespace alone is no change in a tolerant match
-        ops = align([s.rstrip() for s in search], [r.rstrip() for r in replace])
+    if ops is None:
+        # trailing whitespace that was copy noise on a SEARCH line is no change when
+        # REPLACE keeps (or drops) it; anywhere else it is (commits strip or add it)
+        quiet = {search[i].rstrip() for i in noise}
+        ops = align([s.rstrip() if i in noise else s for i, s in enumerate(search)],
+                    [r.rstrip() if r.rstrip() in quiet else r for r in replace])
     changes = _split_blank_edges([op for op in ops if op[0] != "equal"], replace)
     written = [ln for _, _, _, j1, j2 in changes for ln in replace[j1:j2] if not _blank(ln)]
     shift = _shift(pairs, [_indent(ln) for ln in written])
     diverge = [op for op in sw_ops if op[0] != "equal"]
     span = _spans(sw_ops, len(search))
+    extra = {j for _t, _i1, _i2, l1, l2 in diverge for j in range(l1, l2)}
+    used: set[int] = set()  # file-side insertions the model's own insertion matched
     out: list[str] = []
-    pos = 0  # next window line not yet copied
+    prov: list[str] = []  # per output line: "w" the file's, "x" the file's that SEARCH
+    pos = 0  # lacked, "r" written by the model   (next window line not yet copied: pos)
     for _tag, i1, i2, j1, j2 in changes:
         lo, hi, keep_w = _target(i1, i2, diverge, span, search, window,
-                                 replace[j1:j2])
+                                 replace[j1:j2], used)
         if lo < pos:
             raise PlaceError("two changes of this edit land on the same lines of the "
                              "file; not applied")
         out.extend(window[pos:lo])
+        prov.extend("x" if j in extra else "w" for j in range(pos, lo))
         if keep_w is not None:
             out.extend(keep_w)
+            prov.extend("w" * len(keep_w))
         else:
             new = [_denoise(r, noise.get(i1 + k) if i1 + k < i2 else None)
                    for k, r in enumerate(replace[j1:j2])]
             out.extend(_write(new, shift))
+            prov.extend("r" * len(new))
         pos = hi
     out.extend(window[pos:])
+    prov.extend("x" if j in extra else "w" for j in range(pos, len(window)))
+    _check_blank_runs(out, prov)
     return out
+
+
+def _check_blank_runs(out: list[str], prov: list[str]) -> None:
+    """Refuse a run of blank lines made of both blank lines the model wrote and blank
+    lines of the file its SEARCH lacked: how many the author meant there cannot be
+    told (the model's blank line may be the file's one, or one more)."""
+    kinds: set[str] = set()
+    for line, p in [*zip(out, prov), ("x", "w")]:
+        if _blank(line):
+            kinds.add(p)
+            continue
+        if {"x", "r"} <= kinds:
+            raise PlaceError("the edit writes blank lines next to blank lines of the "
+                             "file that its SEARCH text left out; how many blank lines "
+                             "it means there cannot be told, so it is not applied")
+        kinds = set()
 
 
 def align(a: Sequence[str], b: Sequence[str]) -> list[_Op]:
@@ -380,15 +408,18 @@ def _all_blank(lines: Sequence[str]) -> bool:
 
 def _target(i1: int, i2: int, diverge: Sequence[_Op],
             span: tuple[list[_Span], list[_Span]], search: list[str], window: list[str],
-            new: list[str]) -> tuple[int, int, list[str] | None]:
+            new: list[str], used: set[int]) -> tuple[int, int, list[str] | None]:
     """The window lines [lo, hi) that the model's change of SEARCH[i1:i2] replaces, and
     the lines to keep instead of the new ones when the file already has them."""
     lines, gaps = span
-    for _tag, k1, k2, l1, l2 in diverge:
+    for d, (_tag, k1, k2, l1, l2) in enumerate(diverge):
+        if d in used:
+            continue
         harmless = _all_blank(search[k1:k2]) and _all_blank(window[l1:l2])
         if i1 == i2:  # the model inserts at gap i1
             if k1 == k2 == i1:
                 if [_key(s) for s in new] == [_key(w) for w in window[l1:l2]]:
+                    used.add(d)
                     return l1, l2, window[l1:l2]  # both sides added the same lines
                 raise PlaceError(_conflict(window, l1, l2, "where the edit inserts"))
             if k1 < i1 < k2:
@@ -412,7 +443,11 @@ def _target(i1: int, i2: int, diverge: Sequence[_Op],
             if k1 < i1 or i2 < k2:
                 raise PlaceError(_conflict(window, l1, l2, "across the edit's edge"))
     if i1 == i2:
-        return gaps[i1].hi, gaps[i1].hi, None
+        at = gaps[i1].hi
+        for d in used:  # the file's lines there were written already (see above)
+            if diverge[d][1] == diverge[d][2] == i1:
+                at = max(at, diverge[d][4])
+        return at, at, None
     lo, hi = lines[i1].lo, lines[i2 - 1].hi
     if hi < lo:
         raise PlaceError("the edit's lines are in another order in the file; not applied")

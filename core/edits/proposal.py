@@ -12,7 +12,15 @@ import re
 from dataclasses import dataclass, field
 
 from core.edits.hunks import Hunk, apply_hunks, make_hunks_tracked, rebase_hunk
-from core.edits.match import LooseIndex, MatchError, find, find_exact, norm, split_lines
+from core.edits.match import (
+    LooseIndex,
+    MatchError,
+    find,
+    find_exact,
+    norm,
+    shows_indent_shift,
+    split_lines,
+)
 from core.edits.parser import Edit
 from core.edits.place import PlaceError, hunk_opcodes, place, strip_fences, wrapped
 from core.workspace.files import Workspace, WorkspaceError
@@ -135,8 +143,9 @@ class FileEditor:
     onto the edited file, and a later block that became ambiguous only because an
     earlier block wrote a copy of its SEARCH text still finds the place the model saw."""
 
-    def __init__(self, path: str, old_text: str) -> None:
+    def __init__(self, path: str, old_text: str, *, shifted_answer: bool = True) -> None:
         self.path = path
+        self.shifted_answer = shifted_answer
         self.lines: list[str] = old_text.splitlines()
         self.original: list[str] = list(self.lines)
         self.origin: list[int | None] = list(range(len(self.lines)))
@@ -215,12 +224,14 @@ class FileEditor:
                ops: list[tuple[str, int, int, int, int]] | None) -> None:
         fenced = wrapped(search)
         m = find(self.lines, search, path=self.path, tiebreak=self._tiebreak(edit, search),
-                 exact_only=fenced, index=self._index() if not fenced else None)
+                 exact_only=fenced, index=self._index() if not fenced else None,
+                 shifted_answer=self.shifted_answer,
+                 written=lambda a, b: any(o is None for o in self.origin[a:b]))
         if m.how == "fuzzy" and any(o is None for o in self.origin[m.start:m.end]):
             raise MatchError(f"{self.path}: SEARCH text not found exactly; the closest "
                              f"lines ({m.start + 1}-{m.end}) overlap what an earlier "
                              f"edit of this answer wrote, so it is not applied there")
-        start, end = _widen_runs(self.lines, m.start, m.end, search)
+        start, end = _widen_runs(self.lines, m.start, m.end, search, replace)
         try:
             new = place(self.lines[start:end], search, replace, ops)
         except PlaceError as exc:
@@ -305,16 +316,27 @@ class FileEditor:
                          f"lines, SEARCH for the lines they go after)")
 
 
-def _widen_runs(lines: list[str], start: int, end: int, search: list[str]
-                ) -> tuple[int, int]:
+def _edge_run(lines: list[str], at_end: bool) -> int:
+    """How many blank lines the lines begin (or end) with."""
+    n = 0
+    for line in reversed(lines) if at_end else lines:
+        if line.strip():
+            break
+        n += 1
+    return n
+
+
+def _widen_runs(lines: list[str], start: int, end: int, search: list[str],
+                replace: list[str]) -> tuple[int, int]:
     """The match widened over the whole run of the file's blank lines at an edge where
-    SEARCH itself begins or ends with blank lines: a blank run is one unit, so one
-    that SEARCH copied short is still the file's run (and a REPLACE that keeps the
-    file's count changes nothing there), while an edge SEARCH left out stays out."""
-    if search and not search[0].strip():
+    SEARCH begins (ends) with blank lines and REPLACE with more of them: the run is one
+    unit, so a run SEARCH copied short is the file's run, and a REPLACE that shows the
+    file's count there changes nothing.  Elsewhere an exact match keeps its literal
+    meaning (a REPLACE adding a blank line beyond SEARCH's edge adds one)."""
+    if 0 < _edge_run(search, False) < _edge_run(replace, False):
         while start > 0 and not lines[start - 1].strip():
             start -= 1
-    if search and not search[-1].strip():
+    if 0 < _edge_run(search, True) < _edge_run(replace, True):
         while end < len(lines) and not lines[end].strip():
             end += 1
     return start, end
@@ -404,8 +426,8 @@ def deletion_heavy(old: str, new: str, hunks: list[Hunk]) -> str | None:
     return None
 
 
-def _build_file(rel: str, old: str, fp: str, exists: bool, edits: list[Edit]
-                ) -> tuple[FileProposal | None, list[EditError]]:
+def _build_file(rel: str, old: str, fp: str, exists: bool, edits: list[Edit],
+                shifted_answer: bool = True) -> tuple[FileProposal | None, list[EditError]]:
     """One file's proposal: all its edits, or none of them.
 
     Why all or none: the edits of one answer to one file belong together (a renamed
@@ -414,7 +436,7 @@ def _build_file(rel: str, old: str, fp: str, exists: bool, edits: list[Edit]
     is a no-op does not count as refused."""
     errors: list[EditError] = []
     skipped: list[EditError] = []
-    ed = FileEditor(rel, old)
+    ed = FileEditor(rel, old, shifted_answer=shifted_answer)
     whole = False
     applied = 0
     for e in edits:
@@ -457,8 +479,19 @@ class ProposalBuilder:
     def __init__(self, ws: Workspace) -> None:
         self.ws = ws
         self._rel: dict[str, str | WorkspaceError] = {}
-        self._cache: dict[str, tuple[tuple[Edit, ...], str, FileProposal | None,
-                                     list[EditError]]] = {}
+        self._cache: dict[str, tuple[tuple[tuple[Edit, ...], bool], str,
+                                     FileProposal | None, list[EditError]]] = {}
+        self._shift_cache: dict[str, tuple[tuple[tuple[Edit, ...], str], bool]] = {}
+
+    def _shifted(self, rel: str, snap: tuple[str, str, bool], edits: list[Edit]) -> bool:
+        """Whether this file's edits show the answer indented off (cached)."""
+        key = (tuple(edits), snap[1])
+        got = self._shift_cache.get(rel)
+        if got is None or got[0] != key:
+            searches = [split_lines(e.search) for e in edits if e.kind != "whole_file"]
+            got = (key, shows_indent_shift(snap[0].splitlines(), searches))
+            self._shift_cache[rel] = got
+        return got[1]
 
     def _relpath(self, path: str) -> str:
         if path not in self._rel:
@@ -486,18 +519,23 @@ class ProposalBuilder:
                 by_path[rel] = []
             by_path[rel].append(e)
         files: list[FileProposal] = []
+        snaps: dict[str, tuple[str, str, bool]] = {}
         for rel in order:
             try:
-                old, fp, exists = self.ws.snapshot(rel)
+                snaps[rel] = self.ws.snapshot(rel)
             except WorkspaceError as exc:
                 errors.append(EditError(rel, str(exc)))
+        shifted = any(self._shifted(rel, snaps[rel], by_path[rel]) for rel in snaps)
+        for rel in order:
+            if rel not in snaps:
                 continue
-            key = tuple(by_path[rel])
+            old, fp, exists = snaps[rel]
+            key = (tuple(by_path[rel]), shifted)
             hit = self._cache.get(rel)
             if hit is not None and hit[0] == key and hit[1] == fp:
                 fprop, errs = hit[2], hit[3]
             else:
-                fprop, errs = _build_file(rel, old, fp, exists, by_path[rel])
+                fprop, errs = _build_file(rel, old, fp, exists, by_path[rel], shifted)
                 self._cache[rel] = (key, fp, fprop, errs)
             errors.extend(errs)
             if fprop is not None:
