@@ -164,6 +164,9 @@ async def _launch(root: Path, url: str) -> dict[str, Any]:
         out["child_rss_mb"] = memory.child_peak
         snap = _snapshot(app)
         out["mode"] = getattr(snap, "mode", "in-app")
+        indexes = getattr(app.station, "indexes", None)
+        if indexes is not None:
+            indexes.stop()  # the next launch in this process must find the cache closed
     return out
 
 

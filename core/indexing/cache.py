@@ -166,9 +166,13 @@ class IndexCache:
 
     def _check(self, db: sqlite3.Connection) -> str | None:
         """Why this database is not a cache of this root at this version (None: it is)."""
-        pages = db.execute("PRAGMA page_count").fetchone()[0] * db.execute("PRAGMA page_size").fetchone()[0]
-        if self.path.stat().st_size < pages:
-            return "truncated"
+        # pages newer than the last checkpoint live in the write-ahead log: the main file is
+        # only expected to hold them all when there is no log (the owner closed it cleanly)
+        wal = Path(str(self.path) + "-wal")
+        if not wal.exists() or wal.stat().st_size == 0:
+            pages = db.execute("PRAGMA page_count").fetchone()[0] * db.execute("PRAGMA page_size").fetchone()[0]
+            if self.path.stat().st_size < pages:
+                return "truncated"
         if db.execute("PRAGMA quick_check").fetchone() != ("ok",):
             return "damaged (integrity check failed)"
         tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
