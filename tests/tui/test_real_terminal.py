@@ -84,16 +84,17 @@ def test_prompt_hunk_by_hunk_race_and_theme_in_tmux(tmp_path, tmux):
     tmux("send-keys", "-t", tmux.name, "-l", "format_money should show negative amounts in parentheses")
     tmux("send-keys", "-t", tmux.name, "Enter")
     screen = tmux.wait_for("hunk(s)")
-    assert "invoicer/report.py" in screen and "[proposed]" in screen
+    assert "invoicer/report.py" in screen and "[undecided]" in screen and "REVIEW" in screen
     time.sleep(1.5)  # read the hunks: the review-dwell guard lets a reader through
     tmux("send-keys", "-t", tmux.name, "a")
-    tmux.wait_for("[accepted]")
+    tmux.wait_for("[accept: written when all are decided]")  # chosen, not on disk yet
     tmux("send-keys", "-t", tmux.name, "r")
     tmux("send-keys", "-t", tmux.name, "r")
     after = _wait_file(report, report_before)
     assert "({-amount:,.2f})" in after
     assert tests.read_text() == tests_before, "rejected hunks never reach the disk"
-    tmux.wait_for("1 accepted, 2 rejected")
+    screen = tmux.wait_for("1 accepted, 2 rejected")
+    assert "[accepted: on disk]" in screen and "PROMPT" in screen, "written, and the next prompt can be typed"
 
     # 2. race: the same prompt to spark and base side by side; take spark's answer
     time.sleep(0.3)  # people pause between keys; so does this test
