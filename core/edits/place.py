@@ -476,8 +476,8 @@ def _denoise(line: str, tail: str | None) -> str:
 def _write(new: list[str], shift: Shift) -> list[str]:
     out = []
     for s in new:
-        if _blank(s):
-            out.append(s if shift.kind == "same" else shift.apply(s) or "")
+        if _blank(s):  # whitespace-only: no indentation to shift, written as is
+            out.append(s)
             continue
         ind = _indent(s)
         to = shift.apply(ind)
