@@ -227,7 +227,7 @@ def answers(draw):
 
 
 @given(answers(), st.lists(st.integers(min_value=1, max_value=25), min_size=1, max_size=10))
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=120, deadline=None)
 def test_generated_answers_round_trip_under_any_chunking(answer, sizes):
     text, expected = answer
     got, errors = _chunked(text, sizes)

@@ -398,7 +398,7 @@ def git_diffs(draw):
 
 
 @given(git_diffs(), st.lists(st.integers(min_value=1, max_value=40), min_size=1, max_size=6))
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=80, deadline=None)
 def test_generated_multi_file_git_diffs_round_trip(diff, sizes):
     text, expected = diff
     got, errors = _chunked(text, sizes)
