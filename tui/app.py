@@ -26,7 +26,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.notifications import SeverityLevel
-from textual.widgets import Footer, Input
+from textual.widgets import Input
 from textual.worker import Worker, WorkerState
 
 from core.answer import AnswerRun, HunkState, remedy_for
@@ -40,6 +40,7 @@ from tui.palette import WorkstationCommands
 from tui.screens.help import HelpScreen
 from tui.widgets.diff_view import DiffView
 from tui.widgets.side_panel import SidePanel
+from tui.widgets.stable_footer import StableFooter
 from tui.widgets.status import StatusBar
 from tui.widgets.verify_panel import VerifyPanel
 
@@ -132,7 +133,7 @@ class SparkApp(App):
         yield Input(placeholder="Ask for a change, Enter to send (while streaming: Enter steers)", id="prompt",
                     select_on_focus=False)
         yield StatusBar(id="status")
-        yield Footer()
+        yield StableFooter()
 
     def on_mount(self) -> None:
         # Streaming allocates many short-lived render objects: collect the young generation
@@ -341,7 +342,7 @@ class SparkApp(App):
     async def action_add_mentioned(self) -> None:
         """Add the files the prompt mentions (the one-key offer), then send the prompt."""
         prompt_input = self.query_one("#prompt", Input)
-        prompt = prompt_input.value.strip()
+        prompt = (await self._prompt_text()).strip()  # every key typed before ctrl+o
         mentioned = await asyncio.to_thread(self.station.context.mentioned_paths, prompt) if prompt else []
         if mentioned:
             try:
@@ -482,6 +483,7 @@ class SparkApp(App):
             self._to_prompt()
         self._update_session_status()
         self.settled = True
+        self._verify_dirty = True  # the answer is fully shown: the fix loop may go on
 
     @on(DiffView.TypeAhead)
     def _type_ahead(self, message: DiffView.TypeAhead) -> None:
@@ -703,7 +705,9 @@ class SparkApp(App):
             self._verify_badges = badges
             self._sync_diff()
         run = self.answer
-        if run is not None and run.finished and not run.applied and run.request_id not in self._auto_fixed \
+        # only once the answer is fully shown (its last rebuild verified, not a partial one)
+        # and before the user decided any of it
+        if run is not None and self.settled and not run.applied and run.request_id not in self._auto_fixed \
                 and not run.chosen and len(run.undecided) == len(run.hunks):
             prompt = self.verify.auto_fix(run)  # fast profile only; None unless broken and rounds left
             if prompt is not None:
@@ -721,7 +725,7 @@ class SparkApp(App):
     def action_send_failures(self) -> None:
         """One key: the failing tests' trimmed output goes to the model as the next request."""
         run = self.answer
-        if run is None or not run.finished or run.applied or self._stream is not None:
+        if run is None or not self.settled or run.applied or self._stream is not None:
             return
         prompt = self.verify.fix_request()
         if prompt is None:
@@ -978,6 +982,9 @@ class SparkApp(App):
 
     async def on_unmount(self) -> None:
         self._stop_watch.set()
+        indexes = getattr(self.station, "indexes", None)
+        if indexes is not None:
+            indexes.stop()  # the indexer child exits and closes its cache cleanly
         self.verify.close()
         await asyncio.to_thread(self.verify.wait_closed, 5.0)
         if self.client is not None:
