@@ -86,7 +86,7 @@ def load_cases(path: Path = CASE_FILE) -> list[Case]:
 
 def save_cases(cases: list[Case], path: Path = CASE_FILE) -> None:
     # mtime=0: the same cases give the same bytes, so regenerating changes nothing
-    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0,
+    with open(path, "wb") as raw, gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0,
                                                 compresslevel=9) as gz:
         for case in cases:
             gz.write((json.dumps(encode_case(case), ensure_ascii=False,

@@ -381,6 +381,41 @@ def sr_fenced_parts(case: Case, rng: random.Random) -> Answer | None:
                    [_render_sr(b, wrapped_parts=True) for b in blocks], _units(blocks))
 
 
+def _typo_able(line: str) -> bool:
+    return sum(ch.isalpha() for ch in line) >= 8
+
+
+def _typo(line: str, rng: random.Random) -> str:
+    """line with two neighbouring letters swapped, or one letter dropped."""
+    spots = [k for k in range(len(line) - 1) if line[k].isalpha() and line[k + 1].isalpha()
+             and line[k] != line[k + 1]]
+    if spots:
+        k = rng.choice(spots)
+        return line[:k] + line[k + 1] + line[k] + line[k + 2:]
+    k = rng.choice([k for k, ch in enumerate(line) if ch.isalpha()])
+    return line[:k] + line[k + 1:]
+
+
+def sr_typo_context(case: Case, rng: random.Random) -> Answer | None:
+    """With git's 3 lines of context, one unchanged line of one block copied with a typo
+    (in SEARCH and where REPLACE keeps it): the file's real line must stay."""
+    blocks = _all_blocks(case, 3)
+    if blocks is None:
+        return None
+    spots = []
+    for n, bl in enumerate(blocks):
+        for j, i in _context_pairs(bl.search, bl.replace).items():
+            if _typo_able(bl.search[i]):
+                spots.append((n, i, j))
+    if not spots:
+        return None
+    n, i, j = rng.choice(spots)
+    bad = _typo(blocks[n].search[i], rng)
+    blocks[n].search[i] = bad
+    blocks[n].replace[j] = bad
+    return _answer(case, "sr_typo_context", [_render_sr(b) for b in blocks], _units(blocks))
+
+
 # --- unified diffs ------------------------------------------------------------------------
 
 def _blob_id(text: str | None) -> str:
@@ -460,18 +495,32 @@ def _udiff_file(fc: FileChange, numbers: str, rng: random.Random, git_headers: b
 
 
 def _udiff(case: Case, fmt: str, rng: random.Random, *, numbers: str, git_headers: bool,
-           one_fence: bool) -> Answer:
+           one_fence: bool, typo: bool = False) -> Answer | None:
     units: dict[str, list[Unit]] = {}
     chunks: list[list[str]] = []
     for fc in case.files:
         lines, units[fc.path] = _udiff_file(fc, numbers, rng, git_headers)
         chunks.append(lines)
+    if typo:  # one context line of one hunk copied with a typo
+        spots = [(c, k) for c, lines in enumerate(chunks) for k, line in enumerate(lines)
+                 if line.startswith(" ") and _typo_able(line[1:])]
+        if not spots:
+            return None
+        c, k = rng.choice(spots)
+        chunks[c][k] = " " + _typo(chunks[c][k][1:], rng)
     if one_fence:
         body = [s for c in chunks for s in c]
         parts = ["\n".join([_fence_for(body) + "diff", *body, _fence_for(body)]) + "\n"]
     else:
         parts = ["\n".join([_fence_for(c) + "diff", *c, _fence_for(c)]) + "\n" for c in chunks]
     return _answer(case, fmt, parts, units)
+
+
+def udiff_bad_context(case: Case, rng: random.Random) -> Answer | None:
+    """`git diff -U3` (one fence, right numbers) where one context line was copied with
+    a typo: the file's real line must stay (a context line is never written)."""
+    return _udiff(case, "udiff_bad_context", rng, numbers="right", git_headers=True,
+                  one_fence=True, typo=True)
 
 
 def udiff_single(case: Case, rng: random.Random) -> Answer | None:
@@ -554,13 +603,15 @@ FORMATS: dict[str, Renderer] = {
     "sr_blank_missing": sr_blank_missing,
     "sr_fenced_parts": sr_fenced_parts,
     "udiff_wrong_numbers": udiff_wrong_numbers,
+    "sr_typo_context": sr_typo_context,
+    "udiff_bad_context": udiff_bad_context,
 }
 
 # exact-rate goal of issue 17: 99% on what a careful model writes, 95% on the slips
 CLEAN = ("sr_minimal", "sr_context3", "sr_path_in_fence", "sr_multi_file", "udiff_single",
          "udiff_multi", "udiff_no_numbers", "whole_file")
 SLOPPY = ("sr_trailing_ws", "sr_indent_deep", "sr_indent_deep_tab", "sr_blank_missing",
-          "sr_fenced_parts", "udiff_wrong_numbers")
+          "sr_fenced_parts", "udiff_wrong_numbers", "sr_typo_context", "udiff_bad_context")
 
 
 def render(case: Case, fmt: str) -> Answer | None:
