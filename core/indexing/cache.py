@@ -311,3 +311,29 @@ def tree_key(stamps: dict[str, tuple[int, int]]) -> bytes:
         m, s = stamps[path]
         h.update(f"{path}\0{m}\0{s}\n".encode("utf-8", "surrogateescape"))
     return h.digest()
+
+
+def read_snapshot(root: Path, name: str, key: bytes, path: Path | None = None) -> Any | None:
+    """A snapshot read without opening the cache for writing (the app's fast path at
+    launch, beside the indexer that owns the cache); None when absent, stale or the file
+    is not this repository's cache at this version."""
+    file = path or cache_file(root)
+    if not file.is_file():
+        return None
+    try:
+        db = sqlite3.connect(f"file:{file}?mode=ro", uri=True, timeout=1.0)
+        try:
+            meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+            if meta.get("version") != str(CACHE_VERSION) or meta.get("root") != str(Path(root).resolve()):
+                return None
+            row = db.execute("SELECT key, blob FROM snapshots WHERE name = ?", (name,)).fetchone()
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return None
+    if row is None or row[0] != key:
+        return None
+    try:
+        return loads(row[1])
+    except Exception:  # noqa: BLE001 -- a bad blob: the indexer rebuilds it
+        return None

@@ -202,8 +202,9 @@ class IndexService:
 
         sources = sum(1 for rel in files if language_for(rel) is not None)
         in_process = self.in_process if self.in_process is not None else sources < IN_PROCESS_BELOW
+        known_key = self._load_cached_map(files, sources) if self.use_cache else None
         args = (str(self.root), files, str(self.cache_path) if self.cache_path else None,
-                self.use_cache)
+                self.use_cache, known_key)
         if in_process:
             parent, child = multiprocessing.Pipe(duplex=True)
             self._thread = threading.Thread(target=run_indexer, args=(args[0], child, *args[1:]),
@@ -220,6 +221,20 @@ class IndexService:
             self._send(("events", early))
         self._read(parent)
 
+    def _load_cached_map(self, files: list[str], sources: int) -> bytes | None:
+        """An unchanged tree's map straight from the cache, before the indexer has even
+        started (its start costs a second of imports); returns the tree key it matched."""
+        from core.indexing.cache import read_snapshot, tree_key
+        from core.indexing.worker import map_stamps
+
+        key = tree_key(map_stamps(self.root, files))
+        graph = read_snapshot(self.root, "map", key, self.cache_path)
+        if graph is None or type(graph).__name__ != "MapGraph":
+            return None
+        self.repo_map.install(graph=graph, progress=(sources, sources, True))
+        self._update(map_done=sources, map_total=sources, map_complete=True)
+        return key
+
     def _read(self, conn: Connection) -> None:
         while True:
             try:
@@ -231,7 +246,7 @@ class IndexService:
                     event.set()
                 return
             kind = msg[0]
-            if kind == "map":
+            if kind == "map":  # graph None: the one installed from the cache is current
                 _, graph, done, total, complete = msg
                 self.repo_map.install(graph=graph, progress=(done, total, complete))
                 self._update(map_done=done, map_total=total, map_complete=complete)

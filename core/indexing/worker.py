@@ -64,6 +64,8 @@ class Indexer:
         self.dups_files = 0
         self.dups_total = 0
         self.stopped = False
+        self.facts_complete = False
+        self.known_key: bytes | None = None  # tree key of the map snapshot the app loaded itself
 
     # -- messaging ---------------------------------------------------------------------
     def send(self, *msg: Any) -> None:
@@ -117,20 +119,28 @@ class Indexer:
 
     # -- repo map ----------------------------------------------------------------------
     def build_map(self) -> None:
-        sources = [rel for rel in self.files if tagmod.language_for(rel) is not None]
-        for rel in sources:
-            try:
-                st = os.stat(self.root / rel)
-            except OSError:
-                continue
-            self.stamps[rel] = (st.st_mtime_ns, st.st_size)
+        self.stamps = map_stamps(self.root, self.files)
         total = len(self.stamps)
         key = tree_key(self.stamps)
         if self.cache is not None:
             graph = self.cache.snapshot("map", key)
             if isinstance(graph, MapGraph):
-                self.send("map", graph, total, total, True)
+                # the app may have loaded this very snapshot itself: then only say so
+                self.send("map", None if key == self.known_key else graph, total, total, True)
+                self.facts_complete = False  # scans load from the cache on the first event
                 return
+        self._scan_all_tags()
+        graph = build_graph(self.facts, self.vocab, exact=True)
+        self.send("map", graph, len(self.facts), total, True)
+        if self.cache is not None:
+            self.cache.forget_missing(set(self.stamps) | set(self._python_files()))
+            self.cache.commit()
+            self.cache.store_snapshot("map", key, graph)
+
+    def _scan_all_tags(self, *, partial: bool = True) -> None:
+        """Every source file's facts, from the cache where it is current; with `partial`,
+        partial maps go to the app while this runs (not when it already has a full one)."""
+        total = len(self.stamps)
         cached = self._cached("tags")
         started = time.perf_counter()
         next_send = started + FIRST_MAP_AFTER_S
@@ -138,19 +148,14 @@ class Indexer:
         for done, rel in enumerate(self.stamps, 1):
             self._scan_tags(rel, cached.pop(rel, None))
             now = time.perf_counter()
-            if now >= next_send and done >= next_count and done < total:
+            if partial and now >= next_send and done >= next_count and done < total:
                 self.send("map", build_graph(self.facts, self.vocab, exact=True), len(self.facts), total, False)
                 next_count = max(256, done * 2)
                 next_send = time.perf_counter() + PARTIAL_MAP_GAP_S
             self.serve_pending()
             if self.stopped:
                 return
-        graph = build_graph(self.facts, self.vocab, exact=True)
-        self.send("map", graph, len(self.facts), total, True)
-        if self.cache is not None:
-            self.cache.forget_missing(set(self.stamps) | set(self._python_files()))
-            self.cache.commit()
-            self.cache.store_snapshot("map", key, graph)
+        self.facts_complete = True
 
     def _cached(self, column: str) -> dict[str, tuple[Stamp, Any]]:
         if self.cache is None:
@@ -235,6 +240,8 @@ class Indexer:
 
     # -- file events -----------------------------------------------------------------------
     def on_events(self, events: list[tuple[str, str]]) -> None:
+        if not self.facts_complete:  # the map came from a snapshot: its scans are needed now
+            self._scan_all_tags(partial=False)
         map_changed = False
         for path, kind in events:
             rel = path.replace(os.sep, "/").lstrip("/")
@@ -261,6 +268,20 @@ class Indexer:
                 self.cache.store_snapshot("map", tree_key(self.stamps), graph)
         elif self.cache is not None:
             self.cache.commit()
+
+
+def map_stamps(root: Path, files: list[str]) -> dict[str, tuple[int, int]]:
+    """(mtime_ns, size) of each file the map reads, keyed by path: the tree key's input."""
+    stamps: dict[str, tuple[int, int]] = {}
+    for rel in files:
+        if tagmod.language_for(rel) is None:
+            continue
+        try:
+            st = os.stat(root / rel)
+        except OSError:
+            continue
+        stamps[rel] = (st.st_mtime_ns, st.st_size)
+    return stamps
 
 
 def _exact_tags(lang: str, data: bytes) -> tagmod.FileTags:
@@ -301,11 +322,14 @@ def _tags_from_cache(obj: Any, lang: str) -> tagmod.FileTags | None:
 
 
 def run_indexer(root: str, conn: Connection, files: list[str], cache_path: str | None,
-                use_cache: bool, on_exit: Callable[[], None] | None = None) -> None:
+                use_cache: bool, known_key: bytes | None = None,
+                on_exit: Callable[[], None] | None = None) -> None:
     """Entry point of the child process (or thread)."""
     try:
-        Indexer(Path(root), conn, files, cache_path=Path(cache_path) if cache_path else None,
-                use_cache=use_cache).run()
+        indexer = Indexer(Path(root), conn, files, cache_path=Path(cache_path) if cache_path else None,
+                          use_cache=use_cache)
+        indexer.known_key = known_key
+        indexer.run()
     except Exception as exc:  # noqa: BLE001 -- tell the app instead of dying silently
         try:
             conn.send(("note", f"indexer failed: {type(exc).__name__}: {exc}"))
@@ -329,8 +353,8 @@ def _main(argv: list[str]) -> int:
         return 0
     if msg[0] != "init":
         return 2
-    _, root, files, cache_path, use_cache = msg
-    run_indexer(root, conn, files, cache_path, use_cache)
+    _, root, files, cache_path, use_cache, known_key = msg
+    run_indexer(root, conn, files, cache_path, use_cache, known_key)
     return 0
 
 

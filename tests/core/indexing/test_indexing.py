@@ -239,3 +239,30 @@ def test_roundtrip_of_cached_objects(tmp_path):
     back = loads(dumps(units))
     assert [u.symbol for u in back] == [u.symbol for u in units]
     assert all((a.features == b.features).all() for a, b in zip(back, units))
+
+
+def test_an_event_after_a_cached_launch_keeps_the_whole_map(tmp_path):
+    """A launch that took its map from the cache has no scans in memory: the first file
+    event must load them, not rebuild the map from the changed file alone."""
+    import time
+
+    root = _repo(tmp_path, files=20)
+    cache_dir = tmp_path / "cache"
+    first, map1 = _service(root, cache_dir)
+    before = map1.render(4000, prompt=PROMPT)
+    first.stop()
+    second, map2 = _service(root, cache_dir)
+    try:
+        assert map2.render(4000, prompt=PROMPT).text == before.text
+        new = root / "src/pkg0000/late_addition.py"
+        new.write_text("def arrived_after_launch(a):\n    return a\n")
+        map2.on_file_event("src/pkg0000/late_addition.py")
+        for _ in range(200):
+            if "arrived_after_launch" in map2.render(4000, prompt="arrived_after_launch").text:
+                break
+            time.sleep(0.05)
+        after = map2.render(4000, prompt="arrived_after_launch")
+        assert "arrived_after_launch" in after.text
+        assert len(map2.source_files()) == before.files_scanned + 1
+    finally:
+        second.stop()
