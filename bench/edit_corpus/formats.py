@@ -350,12 +350,13 @@ def sr_blank_missing(case: Case, rng: random.Random) -> Answer | None:
                     bl.replace.append(a[i2])
                     bl.unit = (i1, i2 + 1, j1, j2 + 1)
                 pairs = _context_pairs(bl.search, bl.replace)
-                # a blank line between two unchanged lines: whether the SEARCH lists it
-                # or not, it stays (one beside a changed line would be ambiguous: is
-                # REPLACE's blank line that one or another?)
+                # a lone blank line between two unchanged lines: whether the SEARCH
+                # lists it or not, it stays (one beside a changed line, or one of a run
+                # of blank lines, would be ambiguous: which of them did SEARCH lose?)
                 kept_blank = [(j, i) for j, i in pairs.items()
                               if not bl.search[i].strip() and 0 < i < len(bl.search) - 1
-                              and pairs.get(j - 1) == i - 1 and pairs.get(j + 1) == i + 1]
+                              and pairs.get(j - 1) == i - 1 and pairs.get(j + 1) == i + 1
+                              and bl.search[i - 1].strip() and bl.search[i + 1].strip()]
                 if kept_blank:
                     j, i = rng.choice(sorted(kept_blank))
                     rest = bl.search[:i] + bl.search[i + 1:]

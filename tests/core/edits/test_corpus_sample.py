@@ -38,20 +38,9 @@ SAMPLE = 16  # answers per format: 14 x 16 applies stay well under 30 s on a bus
 # Gaps the engine team (edits-parse, edits-match) is fixing, per issue 17 and the
 # corpus table in /work/notes/edits-corpus.md.  Remove a format when its fix lands.
 WRONG_GAPS: dict[str, str] = {}
-_SHORT = ("engine: a short SEARCH that matches exactly once is refused when the same "
-          "text exists elsewhere with other indentation (edits-match's guard against "
-          "answers indented one level off)")
 EXACT_GAPS: dict[str, str] = {
-    "sr_minimal": _SHORT,
-    "sr_path_in_fence": _SHORT,
-    "sr_multi_file": _SHORT,
-    "sr_trailing_ws": _SHORT,
-    "sr_indent_deep": _SHORT,
-    "sr_fenced_parts": _SHORT,
-    "sr_indent_deep_tab": "engine: a one-tab-deeper block over a space-indented file is "
-                          "refused when its REPLACE has lines at other levels",
-    "sr_blank_missing": "engine: a SEARCH missing a blank line is refused (safe) in about "
-                        "a third of real commits",
+    "sr_blank_missing": "engine: a SEARCH that lost a blank line between two kept lines is "
+                        "refused in ~10% of real commits (and written twice in a few)",
 }
 # the whole corpus (make bench) still finds wrong writes the sample does not draw
 CORPUS_WRONG = "bench/bench_edit_corpus.py still reports wrong writes; see docs/edits.md"
@@ -107,7 +96,8 @@ def test_no_wrong_write(cases: list[Case], fmt: str, scratch: Path) -> None:
 @pytest.mark.parametrize("fmt", [pytest.param(f, marks=_gap(EXACT_GAPS, f)) for f in FORMATS])
 def test_exact_rate_floor(cases: list[Case], fmt: str, scratch: Path) -> None:
     results = _run(sample(cases, fmt), scratch)
-    goal = 0.99 if fmt in CLEAN else 0.95
+    # the issue's goal; on 16 answers a sloppy format may miss one (95% of 16 is 15.2)
+    goal = 0.99 if fmt in CLEAN else 0.93
     exact = sum(r.outcome == "exact" for r in results) / len(results)
     missed = [f"{r.outcome} {r.case_id}" for r in results if r.outcome != "exact"]
     assert exact >= goal, f"{fmt}: {exact:.0%} exact < {goal:.0%}: {missed}"
