@@ -26,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -48,6 +49,8 @@ class Result:
     exit_code: int | None
     detail: str = ""  # the first wrong file, or the crash
     reason: str = ""  # the first refusal's message, paths and numbers blanked
+    apply_ms: float = 0.0  # the `spark apply` call alone (parse, match, journal, write)
+    answer_bytes: int = 0
 
 
 def refusal_kind(doc: dict) -> str:
@@ -230,13 +233,17 @@ def run_answer(answer: Answer, workdir: Path, *, subprocess_cli: bool = False) -
         _write_tree(root, answer)
         answer_file = case_dir / ANSWER_NAME
         answer_file.write_bytes(answer.text.encode("utf-8"))
+        start = time.perf_counter()
         try:
             code, doc = (apply_subprocess if subprocess_cli else apply_in_process)(
                 answer_file, root)
         except Exception as exc:  # noqa: BLE001  # a crash is a finding, not the end
             return Result(answer.case_id, answer.format, "crash", None, repr(exc)[:300])
+        took = 1000 * (time.perf_counter() - start)
         res = judge(answer, root, code)
         res.reason = refusal_kind(doc)
+        res.apply_ms = took
+        res.answer_bytes = len(answer.text.encode("utf-8"))
         return res
     finally:
         shutil.rmtree(case_dir, ignore_errors=True)
@@ -259,14 +266,18 @@ def scratch_dir() -> str | None:
     return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
 
 
-def run_all(items: Iterable[Answer], *, subprocess_every: int = 0) -> tuple[Table, list[Result]]:
+def run_all(items: Iterable[Answer], *, subprocess_every: int = 0,
+            timings: list[Result] | None = None) -> tuple[Table, list[Result]]:
     """Apply every answer (every subprocess_every-th one through the real command line
-    too, which must agree); the table and the results that were not exact."""
+    too, which must agree); the table and the results that were not exact (and every
+    in-process result appended to timings, when given)."""
     table = Table()
     misses: list[Result] = []
     with tempfile.TemporaryDirectory(prefix="spark-corpus-", dir=scratch_dir()) as tmp:
         for n, ans in enumerate(items):
             r = run_answer(ans, Path(tmp))
+            if timings is not None:
+                timings.append(r)
             if subprocess_every and n % subprocess_every == 0:
                 r2 = run_answer(ans, Path(tmp), subprocess_cli=True)
                 if r2.outcome != r.outcome:
