@@ -94,6 +94,7 @@ class Workstation:
         self.last_report: ContextReport | None = None
         self._shown: set[str] = set()  # "request:hunk": a hunk id repeats across answers
         self._unread: set[str] = set()
+        self._file_reviews: dict[tuple, Review] = {}
         self.policy = AcceptPolicy(self.dwell)
         self.fast_profiles = fast_profiles
         self.answers: list[AnswerRun] = []
@@ -215,12 +216,15 @@ class Workstation:
 
     # -- review-dwell and decisions ------------------------------------------------------------
     def hunks_shown(self, run: AnswerRun) -> None:
+        """The hunks are on screen: the dwell clock starts at once (while streaming too);
+        the record counts only the finished answer's hunks (a hunk still growing changes
+        its id, and the report must not count each version as a hunk shown)."""
         for hunk in run.hunks:
+            lines = len(hunk.new_lines) + len(hunk.old_lines)
+            self.dwell.shown(hunk.id, lines)
             key = f"{run.request_id}:{hunk.id}"
-            if key not in self._shown:
+            if run.finished and key not in self._shown:
                 self._shown.add(key)
-                lines = len(hunk.new_lines) + len(hunk.old_lines)
-                self.dwell.shown(hunk.id, lines)
                 self.recorder.hunk_shown(hunk.id, request_id=run.request_id, path=hunk.path, lines=lines)
 
     def decide(self, run: AnswerRun, hunk_ids: list[str], accept: bool, review: Review | None, *,
@@ -346,9 +350,7 @@ class Workstation:
 
     # -- review of an answer (worker thread) ---------------------------------------------------
     def review(self, run: AnswerRun) -> Review:
-        """Run every detector and guard over the answer's proposal."""
-        from core.guards.secrets import scan_added_text
-
+        """Run every detector and guard over the answer's proposal (per file, memoized)."""
         review = Review()
         proposal = run.proposal
         if proposal is None:
@@ -366,16 +368,34 @@ class Workstation:
                     for hunk in fp.hunks:
                         review.findings.append(Finding(severity, "sensitive", verdict.message, hunk.id))
         for fp in proposal.files:
-            ranges = _new_ranges(fp)
-            for hunk in fp.hunks:
-                added = "\n".join(line.rstrip("\n") for line in hunk.new_lines)
-                review.added_lines += len(hunk.new_lines)
-                for secret in scan_added_text(fp.path, added):
-                    review.findings.append(Finding(
-                        "error", "secret", f"{fp.path}: possible {secret.kind} added ({secret.preview_redacted})", hunk.id))
-            if fp.path.endswith(".py"):
-                self._review_python(fp, ranges, review)
+            key = (fp.path, hash(fp.old_text), hash(fp.new_text), self.dups_ready)
+            part = self._file_reviews.get(key)
+            if part is None:  # re-review only files whose text changed since the last rebuild
+                part = self._review_file(fp)
+                self._file_reviews[key] = part
+                while len(self._file_reviews) > 64:
+                    self._file_reviews.pop(next(iter(self._file_reviews)))
+            review.findings.extend(part.findings)
+            review.added_lines += part.added_lines
+            if part.slop_score is not None:
+                review.slop_score = (review.slop_score or 0.0) + part.slop_score
         return review
+
+    def _review_file(self, fp: FileProposal) -> Review:
+        """One file's findings (secrets, duplicates, slop): a function of its old and new text."""
+        from core.guards.secrets import scan_added_text
+
+        part = Review()
+        ranges = _new_ranges(fp)
+        for hunk in fp.hunks:
+            added = "\n".join(line.rstrip("\n") for line in hunk.new_lines)
+            part.added_lines += len(hunk.new_lines)
+            for secret in scan_added_text(fp.path, added):
+                part.findings.append(Finding(
+                    "error", "secret", f"{fp.path}: possible {secret.kind} added ({secret.preview_redacted})", hunk.id))
+        if fp.path.endswith(".py"):
+            self._review_python(fp, ranges, part)
+        return part
 
     def _review_python(self, fp, ranges, review: Review) -> None:
         if self.dups_ready:
