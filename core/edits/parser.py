@@ -789,9 +789,10 @@ class StreamingParser:
             return []
         f.in_hunk = False
         old, new, ops = f.hunk_old, f.hunk_new, f.hunk_ops
-        if trim and f.unprefixed and not f.tail:
-            # trailing lines with no prefix before the next header: prose or a separator
-            cut = f.unprefixed
+        cut = _trailing_cut([t for _, t in ops], f.unprefixed, blank_only=not trim)
+        if cut and not f.tail:
+            # trailing lines with no prefix: prose or a separator before the next header,
+            # a blank line before the closing fence
             old, new, ops = old[:len(old) - cut], new[:len(new) - cut], ops[:len(ops) - cut]
         f.hunk_old, f.hunk_new, f.hunk_ops, f.tail, f.unprefixed = [], [], [], [], 0
         path, why = self._diff_target(f)
@@ -826,6 +827,9 @@ class StreamingParser:
                 f.emitted += 1
         elif f.old_path == "/dev/null":
             path, why = self._diff_target(f)
+            cut = _trailing_cut(f.new_file, f.unprefixed, blank_only=True)
+            if cut and not f.tail:  # a blank line before the closing fence or next file
+                f.new_file = f.new_file[:len(f.new_file) - cut]
             if (f.new_file or f.in_hunk) and not self._section_problem(f, path, why):
                 assert path is not None
                 f.emitted += 1
@@ -849,6 +853,18 @@ class StreamingParser:
         f.__init__(keep_marker, keep_start, True, keep_path, lang=f.lang)  # type: ignore[misc]
         f.emitted = emitted
         return out
+
+
+def _trailing_cut(lines: list[str], unprefixed: int, *, blank_only: bool) -> int:
+    """How many of a hunk's last `unprefixed` lines (written with no ' '/'+'/'-') to drop:
+    all of them before the next file's header, only blank ones before the closing fence
+    (a model's blank line there is not context; a dropped-space code line is)."""
+    if not blank_only:
+        return unprefixed
+    n = 0
+    while n < unprefixed and not lines[len(lines) - 1 - n].strip():
+        n += 1
+    return n
 
 
 def _prose_file(path: str) -> bool:

@@ -383,8 +383,11 @@ def git_diffs(draw):
             if removed == added:
                 added = added + ["zz"]
             start = draw(st.integers(1, 500))
-            old_n = len(ctx_before) + len(removed) + len(ctx_after)
-            new_n = len(ctx_before) + len(added) + len(ctx_after)
+            # the counts may be wrong, as models write them (the start too: any number)
+            old_n = max(0, len(ctx_before) + len(removed) + len(ctx_after)
+                        + draw(st.sampled_from([0, 0, 0, -1, 1, -3, 4])))
+            new_n = max(0, len(ctx_before) + len(added) + len(ctx_after)
+                        + draw(st.sampled_from([0, 0, 0, -1, 1, -3, 4])))
             out.append(f"@@ -{start},{old_n} +{start},{new_n} @@ def f():")
             out += [" " + c for c in ctx_before] + ["-" + r for r in removed] + \
                    ["+" + a for a in added] + [" " + c for c in ctx_after]
