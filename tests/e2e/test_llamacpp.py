@@ -135,33 +135,35 @@ async def test_the_app_streams_cancels_steers_and_shows_timings(configured):
             status = app.query_one(StatusBar)
             prompt = app.query_one("#prompt", Input)
 
-            # 1. a prompt streams in and its measured timings are shown
+            # 1. a prompt naming a file: the file joins the chat, the answer streams in, the
+            #    measured timings are shown, escape stops it (a 135M model on a busy 2-core
+            #    machine may ramble for minutes: the natural end is the core test's)
             prompt.focus()
-            prompt.value = "Add a docstring to the hello function"
+            prompt.value = "Add a docstring to hello in hello.py"
             await pilot.press("enter")
-            await wait_for(pilot, lambda: status.tokens > 0, 300, "first tokens")
-            await wait_for(pilot, lambda: not status.streaming, 600, "answer end")
+            await wait_for(pilot, lambda: status.tokens > 0, 600, "first tokens")
+            assert [f.path for f in app.station.context.files] == ["hello.py"]
+            await wait_for(pilot, lambda: status.tokens >= 4, 600, "a few tokens")
             assert status.ttft_ms is not None and status.ttft_ms > 0
             assert status.tokens_per_s is not None and status.tokens_per_s > 0
             text = str(status.render())
-            assert "TTFT" in text and "tok/s" in text
-
-            # 2. escape stops a stream
-            await pilot.press("i")
-            prompt.value = "Rewrite the hello function with type hints and add tests"
-            await pilot.press("enter")
-            await wait_for(pilot, lambda: status.streaming and status.tokens > 0, 300, "stream 2")
+            assert "TTFT" in text and "tok/s" in text and "(streaming)" in text
             await pilot.press("escape")
-            await wait_for(pilot, lambda: not status.streaming, 60, "cancelled")
+            await wait_for(pilot, lambda: not status.streaming, 120, "cancelled")
+            assert app.answer.reason == "cancelled"
+            assert app.client.profile("spark")["backend"] == "openai"  # a real model, no replay
 
-            # 3. typing while it streams steers it
-            await pilot.press("i")
+            # 2. typing while it streams steers it
+            prompt.focus()
             prompt.value = "Explain the hello function in detail"
             await pilot.press("enter")
-            await wait_for(pilot, lambda: status.streaming and status.tokens > 0, 300, "stream 3")
+            await wait_for(pilot, lambda: status.streaming and status.tokens > 0, 600, "stream 2")
             prompt.focus()
             prompt.value = "Shorter please"
             await pilot.press("enter")
-            await wait_for(pilot, lambda: not status.streaming, 600, "steered answer end")
+            await wait_for(pilot, lambda: app.answer.redirects == ["Shorter please"], 600,
+                           "the core to confirm the steer")
+            await pilot.press("escape")
+            await wait_for(pilot, lambda: not status.streaming, 120, "stopped")
     finally:
         core.stop()
