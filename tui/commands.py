@@ -72,6 +72,10 @@ def prepare_launch(root: Path, args: argparse.Namespace) -> dict:
         from core.profiles import load_config
 
         config = load_config(config_file=args.config, project_root=root)
+        if not config.profiles:  # spark race/vary/batch in a folder with no model
+            from tui.cli import NO_MODEL
+
+            raise CliError(NO_MODEL.format(root=root))
         if args.profile not in config.profiles:
             raise CliError(f"unknown profile {args.profile!r}; configured: {', '.join(config.profiles)}")
     else:

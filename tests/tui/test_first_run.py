@@ -94,3 +94,11 @@ def test_own_profiles_need_not_be_called_spark(tmp_path, monkeypatch):
                                          'base_url = "http://127.0.0.1:9/v1"\napi_model = "m"\n')
     assert _startup([str(project)]) == [str(project), "--profile", "local"]
     assert _startup([str(project), "--profile", "local"]) == [str(project), "--profile", "local"]
+
+
+@pytest.mark.parametrize("argv", [["race", "hello"], ["vary", "2", "hello"]])
+def test_race_and_vary_in_a_folder_with_no_model_say_so(tmp_path, argv):
+    project = tmp_path / "mine"
+    project.mkdir()
+    proc = _spark([*argv, str(project)], tmp_path)
+    assert proc.returncode == 2 and "no model is configured" in proc.stderr, proc.stderr
