@@ -493,3 +493,16 @@ def test_reasoning_is_never_read_for_edits(open_tag, close_tag):
     assert [e.path for e in parse_edits(same_line)] == ["a.py"]
     # an answer cut off while still reasoning has no edits
     assert parse_edits(f"{open_tag}\n{draft}") == []
+
+
+def test_pending_follows_new_formats_and_not_reasoning():
+    p = StreamingParser()
+    p.feed("app.py\n<source>python\n<<<<<<< ORIGINAL\nx = 1\n=======\nx = ")
+    assert p.pending is not None and p.pending.path == "app.py" and p.pending.replace == "x = "
+    q = StreamingParser()
+    q.feed(GIT_DIFF.split("diff --git a/c.py")[0])  # mid-way through the second file
+    assert q.pending is not None and q.pending.path == "pkg/b.py"
+    assert q.pending.replace == "x = 1\ny = 2\n"
+    r = StreamingParser()
+    r.feed("<think>\na.py\n<<<<<<< SEARCH\nx\n")
+    assert r.pending is None  # a draft in reasoning is not shown as an edit
