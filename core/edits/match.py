@@ -149,6 +149,12 @@ def find(lines: Sequence[str], search: Sequence[str], *, path: str = "?",
     starts = find_exact(loose.keys, needle)
     if starts:
         hits = [loose.window(k, len(needle), search) for k in starts]
+        if len(hits) > 1:  # the places whose lines differ only in trailing whitespace
+            bare = [s.rstrip() for s in search]
+            close = [(a, b) for a, b in hits
+                     if [x.rstrip() for x in lines[a:b]] == bare]
+            if len(close) == 1:
+                return Match(close[0][0], close[0][1], "loose")
         return _one(hits, "loose", lines, search, path, tiebreak)
     if len(needle) < FUZZY_MIN_LINES or sum(map(len, needle)) > FUZZY_MAX_CHARS:
         raise MatchError(_not_found(path, lines, search, _closest_line(lines, search)))

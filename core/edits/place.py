@@ -75,8 +75,8 @@ class Shift:
             if not ind.startswith(self.src):
                 return None
             rest = ind[len(self.src):]
-            if rest not in self.seen and len(set(self.src + self.dst + rest)) > 1:
-                return None  # tabs and spaces mixed: a deeper level's width is unproved
+            if rest not in self.seen and self.dst and rest and set(self.dst) != set(rest):
+                return None  # tabs after spaces or back: a deeper level's width unproved
             return self.dst + rest
         if self.kind in ("spaces", "tabs"):
             ch = " " if self.kind == "spaces" else "\t"
@@ -287,15 +287,19 @@ def _check_blank_runs(out: list[str], prov: list[str]) -> None:
 
 
 def align(a: Sequence[str], b: Sequence[str]) -> list[_Op]:
-    """difflib opcodes from a to b (keys; "" is a blank line) in which a run of blank
-    lines is one unit: a run that differs only in length is equal up to the shorter
-    length, and the extra blank lines are inserted or deleted at the run's *end*.
+    """difflib opcodes from a to b (keys; "" is a blank line) that pair non-blank lines
+    first and treat each run of blank lines between them as one unit: a run that differs
+    only in length is equal up to the shorter length, and the extra blank lines are
+    inserted or deleted at the run's *end*.
 
-    Why: difflib pairs the blank lines of a run arbitrarily, so the blank line a SEARCH
-    lost and the one its REPLACE keeps would land on different sides of the run and be
-    written twice; at one canonical place, both sides' blank line is the same one."""
-    ta, ra = _runs(a)
-    tb, rb = _runs(b)
+    Why: difflib pairs blank lines arbitrarily (it may even move a code line across a
+    blank one instead), so the blank line a SEARCH lost and the one its REPLACE keeps
+    would land on different sides of the run and be written twice; at one canonical
+    place, both sides' blank line is the same one."""
+    ia = [i for i, k in enumerate(a) if k]
+    ib = [j for j, k in enumerate(b) if k]
+    sm = difflib.SequenceMatcher(None, [a[i] for i in ia], [b[j] for j in ib],
+                                 autojunk=False)
     out: list[_Op] = []
 
     def emit(tag: str, i1: int, i2: int, j1: int, j2: int) -> None:
@@ -306,38 +310,44 @@ def align(a: Sequence[str], b: Sequence[str]) -> list[_Op]:
         else:
             out.append((tag, i1, i2, j1, j2))
 
-    sm = difflib.SequenceMatcher(None, ta, tb, autojunk=False)
-    for tag, x1, x2, y1, y2 in sm.get_opcodes():
-        if tag != "equal":
-            i1, i2 = ra[x1][0] if x1 < len(ra) else len(a), ra[x2 - 1][1] if x2 > x1 else (
-                ra[x1][0] if x1 < len(ra) else len(a))
-            j1, j2 = rb[y1][0] if y1 < len(rb) else len(b), rb[y2 - 1][1] if y2 > y1 else (
-                rb[y1][0] if y1 < len(rb) else len(b))
-            kind = "replace" if i1 < i2 and j1 < j2 else "delete" if i1 < i2 else "insert"
-            emit(kind, i1, i2, j1, j2)
-            continue
-        for x, y in zip(range(x1, x2), range(y1, y2)):
-            (p1, p2), (q1, q2) = ra[x], rb[y]
-            k = min(p2 - p1, q2 - q1)
-            emit("equal", p1, p1 + k, q1, q1 + k)
-            if p2 - p1 > k:
-                emit("delete", p1 + k, p2, q1 + k, q1 + k)
-            elif q2 - q1 > k:
-                emit("insert", p1 + k, p1 + k, q1 + k, q2)
+    def blanks(i1: int, i2: int, j1: int, j2: int) -> None:
+        k = min(i2 - i1, j2 - j1)
+        emit("equal", i1, i1 + k, j1, j1 + k)
+        if i2 - i1 > k:
+            emit("delete", i1 + k, i2, j1 + k, j1 + k)
+        elif j2 - j1 > k:
+            emit("insert", i1 + k, i1 + k, j1 + k, j2)
+
+    def region(i1: int, i2: int, j1: int, j2: int) -> None:
+        """a[i1:i2] -> b[j1:j2], with no paired non-blank line inside."""
+        if not any(a[i1:i2]) and not any(b[j1:j2]):
+            blanks(i1, i2, j1, j2)
+            return
+        la = next(k for k in range(i1, i2 + 1) if k == i2 or a[k])  # leading blank run
+        lb = next(k for k in range(j1, j2 + 1) if k == j2 or b[k])
+        ta = next(k for k in range(i2, la - 1, -1) if k == la or a[k - 1])  # trailing
+        tb = next(k for k in range(j2, lb - 1, -1) if k == lb or b[k - 1])
+        if la > i1 and lb > j1:
+            blanks(i1, la, j1, lb)
+        else:
+            la, lb = i1, j1
+        trail = ta < i2 and tb < j2
+        mid_a, mid_b = (ta, tb) if trail else (i2, j2)
+        kind = "replace" if mid_a > la and mid_b > lb else "delete" if mid_a > la else \
+            "insert"
+        emit(kind, la, mid_a, lb, mid_b)
+        if trail:
+            blanks(ta, i2, tb, j2)
+
+    pa = pb = 0
+    for x, y, size in sm.get_matching_blocks():
+        for k in range(size):
+            i, j = ia[x + k], ib[y + k]
+            region(pa, i, pb, j)
+            emit("equal", i, i + 1, j, j + 1)
+            pa, pb = i + 1, j + 1
+    region(pa, len(a), pb, len(b))
     return out
-
-
-def _runs(keys: Sequence[str]) -> tuple[list[str], list[tuple[int, int]]]:
-    """keys with each run of blank lines as one token, and each token's line range."""
-    tokens: list[str] = []
-    ranges: list[tuple[int, int]] = []
-    for i, k in enumerate(keys):
-        if not k and tokens and tokens[-1] == "\0" and ranges[-1][1] == i:
-            ranges[-1] = (ranges[-1][0], i + 1)
-            continue
-        tokens.append(k if k else "\0")
-        ranges.append((i, i + 1))
-    return tokens, ranges
 
 
 def _split_blank_edges(changes: list[_Op], replace: list[str]) -> list[_Op]:
@@ -414,6 +424,10 @@ def _target(i1: int, i2: int, diverge: Sequence[_Op],
     lines, gaps = span
     for d, (_tag, k1, k2, l1, l2) in enumerate(diverge):
         if d in used:
+            if i1 == i2 == k1 == k2 and not _all_blank(new):
+                # the model splits a blank run the file has longer than SEARCH: which
+                # side of its new lines gets the file's extra blank line is unknown
+                raise PlaceError(_conflict(window, l1, l2, "where the edit inserts"))
             continue
         harmless = _all_blank(search[k1:k2]) and _all_blank(window[l1:l2])
         if i1 == i2:  # the model inserts at gap i1
