@@ -8,6 +8,8 @@ import sys
 import tomllib
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from core.config import ConfigError, load_settings
 from core.providers import PRESETS, detect_env, detect_servers, get_preset, profiles_for
@@ -163,3 +165,31 @@ async def test_two_models_of_one_server_stream_side_by_side(tmp_path, monkeypatc
     assert [d.reason for d in dones] == ["stop", "stop"]
     assert sorted(r.json["model"] for r in fake.requests if r.json) == ["large", "small"]
     assert all(d.timing["ttft_ms"] > 0 for d in dones)
+
+_NAMES = st.sampled_from(["spark", "base", "mine", "work", "spark2"])
+
+
+@settings(max_examples=40, deadline=None)
+@given(existing=st.lists(_NAMES, max_size=4, unique=True),
+       theme=st.sampled_from(["", "paper", "wafer"]), comment=st.booleans())
+def test_write_replaces_only_spark_and_base(tmp_path_factory, existing, theme, comment):
+    """Property: whatever the user's config holds, the write leaves a config the loader
+    accepts, with the new spark/base, every other profile and [ui] as they were."""
+    path = tmp_path_factory.mktemp("w") / "config.toml"
+    parts = ["# keep this comment\n"] if comment else []
+    if theme:
+        parts.append(f'[ui]\ntheme = "{theme}"\n\n')
+    for i, name in enumerate(existing):
+        parts.append(f'[profiles.{name}]\nbackend = "replay"\ntokens_per_s = {i + 1}.0\n\n')
+    path.write_text("".join(parts))
+    write_profiles(profiles_for(get_preset("vllm"), fast_model="a", deep_model="b"),
+                   provider="vllm", path=path, env={})
+    text = path.read_text()
+    doc = tomllib.loads(text)
+    assert doc["profiles"]["spark"]["api_model"] == "a" and doc["profiles"]["base"]["api_model"] == "b"
+    for i, name in enumerate(existing):
+        if name not in ("spark", "base"):
+            assert doc["profiles"][name] == {"backend": "replay", "tokens_per_s": i + 1.0}
+    assert doc.get("ui", {}).get("theme", "") == theme
+    assert ("# keep this comment" in text) == comment
+    assert set(load_settings(config_file=path, env={}).profiles) == {"spark", "base"} | set(existing)
