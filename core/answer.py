@@ -319,7 +319,7 @@ class AnswerRun:
         return out
 
     # -- writing and undo ------------------------------------------------------------------
-    def apply(self) -> ApplyResult:
+    def apply(self, *, force: bool = False) -> ApplyResult:
         """Write the chosen hunks through the workspace, once, when every hunk is decided.
 
         Files the workspace refuses get their hunks REFUSED with the reason; the hunks of
@@ -327,7 +327,7 @@ class AnswerRun:
         if self.proposal is None:
             raise RuntimeError("no proposal to apply")
         chosen = self.chosen
-        result = apply_proposal(self.workspace, self.proposal, chosen, message=self.prompt)
+        result = apply_proposal(self.workspace, self.proposal, chosen, message=self.prompt, force=force)
         written = set(result.written)
         refused = {err.path: err.message for err in result.refused}
         for hunk in self.hunks:

@@ -287,9 +287,12 @@ class Workstation:
         chosen = run.chosen
         if proposal is None or not chosen:
             return []
+        # a whole file that would remove most of an existing one: written only with `w`
+        heavy = [f"{fp.path}: {fp.deletion_heavy}" for fp in proposal.files
+                 if getattr(fp, "deletion_heavy", None) and chosen & {h.id for h in fp.hunks}]
         every = {h.id for h in proposal.hunks}
         if chosen == every:
-            return []
+            return heavy
         whole, subset = {}, {}
         for fp in proposal.files:
             ids = {h.id for h in fp.hunks} & chosen
@@ -300,17 +303,17 @@ class Workstation:
         try:
             found = new_problems(quick_check(whole), quick_check(subset))
         except Exception as exc:  # noqa: BLE001 - a checker that cannot run must not block writing
-            return [f"the check before writing could not run: {exc}"]
-        return [p.short() for p in found]
+            return [*heavy, f"the check before writing could not run: {exc}"]
+        return heavy + [p.short() for p in found]
 
-    def write(self, run: AnswerRun) -> ApplyResult:
+    def write(self, run: AnswerRun, *, force: bool = False) -> ApplyResult:
         """Write the answer's one decision (every hunk decided, none refused); record what
         was written, count it toward growth, and refuse precisely what could not be."""
         stale = run.proposal.hunk_status(self.workspace) if run.proposal else {}
         run.mark_staleness(stale)
         if run.open:  # a chosen hunk went stale just now: nothing of the answer is written
             return ApplyResult([], [], None)
-        result = run.apply()
+        result = run.apply(force=force)
         written = [h for h in run.hunks if run.state(h.id) is HunkState.WRITTEN and h.path in set(result.written)]
         for hunk in written:
             key = f"{run.request_id}:{hunk.id}"

@@ -634,7 +634,8 @@ class SparkApp(App):
             if problems:
                 self._check_warned[run.request_id] = problems
                 notes = self._transcript(run)
-                notes.append("\nwriting only the accepted hunks breaks what the whole answer did not:",
+                notes.append("\nthe check before writing found what the whole answer did not have "
+                             "(or a file the answer would mostly delete):",
                              style="bold yellow")
                 for problem in problems[:6]:
                     notes.append(f"\n  {problem}", style="yellow")
@@ -646,14 +647,14 @@ class SparkApp(App):
                 self._to_review()
                 return
         self._check_warned.pop(run.request_id, None)
-        await self._write(run)
+        await self._write(run, force=force)
 
-    async def _write(self, run: AnswerRun) -> None:
+    async def _write(self, run: AnswerRun, force: bool = False) -> None:
         self.verify.answer_dropped()
         now = time.monotonic()  # before writing: the watcher reports our own writes quickly
         self._own_writes.update({h.path: now for h in run.hunks if h.id in run.chosen})
         try:
-            result = await asyncio.to_thread(self.station.write, run)
+            result = await asyncio.to_thread(self.station.write, run, force=force)
         except Exception as exc:  # noqa: BLE001 - shown; the hunks stay as they were
             self.notify(f"nothing written: {exc}", severity="error", timeout=10)
             return

@@ -164,3 +164,30 @@ def test_hunks_in_file_order_and_the_prose_apart_from_the_edits(tmp_path):
     starts = [(h.path, h.old_start) for h in run.hunks]
     assert starts == sorted(starts, key=lambda s: ([fp.path for fp in run.proposal.files].index(s[0]), s[1]))
     assert prose_of(ANSWER) == "I changed three things.\nDone: f1 and f4 return more."
+
+
+def test_a_whole_file_that_deletes_most_of_a_file_waits_for_write_anyway(tmp_path):
+    """The check before writing names it; without `force` it is refused (with the reason),
+    never written; with the user's second key (`w`: force) it is written."""
+    big = "".join(f"line_{i} = {i}\n" for i in range(60))
+    (tmp_path / "big.py").write_text(big)
+    station = Workstation(tmp_path, guards={"guards": {"dwell_lines_per_second": 0}})
+    run = AnswerRun(station.workspace, "p", "spark")
+    run.feed("big.py\n```python\nline_0 = 0\n```\n", 10)
+    run.finish("stop")
+    run.rebuild_proposal()
+    assert run.proposal.files and run.proposal.files[0].deletion_heavy
+    station.decide(run, run.undecided, True, None)
+    assert any("removes" in p for p in station.check_subset(run))
+    station.write(run)
+    assert (tmp_path / "big.py").read_text() == big
+    assert {run.state(h).value for h in run.states()} == {"refused"}
+    assert all("removes" in run.reasons[h] for h in run.states())
+    run2 = AnswerRun(station.workspace, "p", "spark")
+    run2.feed("big.py\n```python\nline_0 = 0\n```\n", 10)
+    run2.finish("stop")
+    run2.rebuild_proposal()
+    station.decide(run2, run2.undecided, True, None)
+    station.write(run2, force=True)
+    assert (tmp_path / "big.py").read_text() == "line_0 = 0\n"
+    assert run2.written == {h.id for h in run2.hunks}
