@@ -30,7 +30,7 @@ from typing import Any
 
 from core.errors import SparkError
 
-CACHE_VERSION = 5
+CACHE_VERSION = 6
 APP_NAME = "sparkstation"
 
 
@@ -64,6 +64,7 @@ _ALLOWED = {
     ("core.context.tags", "Definition"),
     ("core.context.tags", "FileTags"),
     ("core.context.repomap", "MapGraph"),
+    ("core.context.repomap", "PackedStrings"),
     ("core.context.rank", "Graph"),
     ("core.detectors.normalize", "FunctionUnit"),
     ("builtins", "frozenset"),
