@@ -1,6 +1,8 @@
-"""Issue 17's real-world corpus: real commits of six public Python projects, rendered
-as model answers in 14 formats, applied with the real `spark apply` code path and
-compared byte for byte with the commit (bench/edit_corpus/).
+"""Issue 17's real-world corpus: real commits of six public Python projects (listed in
+bench/edit_corpus/manifest.json, read from their fetched histories into a local cache;
+skipped with a how-to when those are absent), rendered as model answers in 16 formats,
+applied with the real `spark apply` code path and compared byte for byte with the
+commit (bench/edit_corpus/).
 
 Prints a table per format: exact, refused (nothing written), partial (some blocks
 applied exactly, the rest refused), wrong0 (exit 0 with a wrong file: a silent wrong
@@ -20,8 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.edit_corpus.cases import load_cases
 from bench.edit_corpus.formats import FORMATS
+from bench.edit_corpus.generate import CorpusMissing, corpus_cases
 from bench.edit_corpus.runner import answers, run_all
 
 
@@ -39,7 +41,11 @@ def _baseline(items: list) -> float:
 
 def main(argv: list[str] | None = None) -> None:
     wanted = [f for f in (argv or []) if f in FORMATS] or list(FORMATS)
-    cases = load_cases()
+    try:
+        cases = corpus_cases()
+    except CorpusMissing as exc:
+        print(f"skipped: {exc}")
+        return
     items = list(answers(cases, wanted))
     print(f"{len(cases)} real commits, {len(items)} answers in {len(wanted)} formats")
     start = time.perf_counter()

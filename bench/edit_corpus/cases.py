@@ -1,9 +1,9 @@
-"""The case file: real commits as (path, before, after) triples, stored compactly.
+"""Real commits as (path, before, after) triples, and their compact cache file.
 
-Each line of ``cases.jsonl.gz`` is one commit: its project, id and subject, and per
-touched ``.py`` file the text before the commit (``None`` for a new file) and the
-commit's change as line splices ``[start, end, new_lines]`` against that text (so the
-file ships once, not twice).
+Each line of a case file (a local cache, never committed: the text is other projects'
+code) is one commit: its project, id and subject, and per touched ``.py`` file the text
+before the commit (``None`` for a new file) and the commit's change as line splices
+``[start, end, new_lines]`` against that text.
 """
 
 from __future__ import annotations
@@ -12,8 +12,6 @@ import gzip
 import json
 from dataclasses import dataclass
 from pathlib import Path
-
-CASE_FILE = Path(__file__).with_name("cases.jsonl.gz")
 
 Splice = tuple[int, int, list[str]]
 
@@ -78,13 +76,13 @@ def decode_case(doc: dict) -> Case:
     return Case(doc["id"], doc["repo"], doc["commit"], doc["subject"], tuple(files))
 
 
-def load_cases(path: Path = CASE_FILE) -> list[Case]:
-    """Every case of the shipped case file, in file order."""
+def load_cases(path: Path) -> list[Case]:
+    """Every case of a case file, in file order."""
     with gzip.open(path, "rt", encoding="utf-8") as fh:
         return [decode_case(json.loads(line)) for line in fh if line.strip()]
 
 
-def save_cases(cases: list[Case], path: Path = CASE_FILE) -> None:
+def save_cases(cases: list[Case], path: Path) -> None:
     # mtime=0: the same cases give the same bytes, so regenerating changes nothing
     with open(path, "wb") as raw, gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0,
                                                 compresslevel=9) as gz:

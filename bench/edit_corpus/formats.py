@@ -20,6 +20,7 @@ import difflib
 import functools
 import hashlib
 import random
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -181,10 +182,20 @@ def _units(blocks: list[Block]) -> dict[str, list[Unit]]:
     return out
 
 
+_MARKER = re.compile(r"^\s*(?:<{5,9}|>{5,9}|={5,9}\s*$)")
+
+
+def _has_markers(blocks: list[Block]) -> bool:
+    """Code that holds SEARCH/REPLACE marker lines (a test of an edit parser, an RST
+    underline of 5-9 '='): a block of it cannot be told from its own markers."""
+    return any(_MARKER.match(s) for b in blocks for s in b.search + b.replace)
+
+
 def _all_blocks(case: Case, context: int) -> list[Block] | None:
     if not all(_final_newline_same(f) for f in case.files):
         return None
-    return [bl for f in case.files for bl in sr_blocks(f, context)]
+    blocks = [bl for f in case.files for bl in sr_blocks(f, context)]
+    return None if _has_markers(blocks) else blocks
 
 
 # --- clean SEARCH/REPLACE formats -------------------------------------------------------
@@ -366,7 +377,7 @@ def sr_blank_missing(case: Case, rng: random.Random) -> Answer | None:
                             bl.replace = bl.replace[:j] + bl.replace[j + 1:]
                         sloppy += 1
             blocks.append(bl)
-    if not sloppy:
+    if not sloppy or _has_markers(blocks):
         return None
     return _answer(case, "sr_blank_missing", [_render_sr(b) for b in blocks], _units(blocks))
 

@@ -2,6 +2,9 @@
 
     python -m bench.edit_corpus.show CASE_ID FORMAT [--answer]
 
+CASE_ID is from the bench (the fetched corpus) or the CI sample (``sparkstation@...``,
+this repository's own history).
+
 Prints the outcome, then a unified diff of the commit's after-text against what was
 written, per file (and the answer itself with --answer).
 """
@@ -17,8 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from bench.edit_corpus.cases import load_cases
 from bench.edit_corpus.formats import FORMATS, render
+from bench.edit_corpus.generate import CorpusMissing, corpus_cases, own_history
 from bench.edit_corpus.runner import ANSWER_NAME, _write_tree, apply_in_process, judge
 
 
@@ -28,7 +31,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("format", choices=sorted(FORMATS))
     ap.add_argument("--answer", action="store_true", help="print the answer too")
     args = ap.parse_args(argv)
-    case = next((c for c in load_cases() if c.id == args.case_id), None)
+    if args.case_id.startswith("sparkstation@"):
+        pool = own_history(Path(__file__).resolve().parents[2], 10_000)
+    else:
+        try:
+            pool = corpus_cases()
+        except CorpusMissing as exc:
+            print(exc, file=sys.stderr)
+            return 2
+    case = next((c for c in pool if c.id == args.case_id), None)
     if case is None:
         print(f"no case {args.case_id}", file=sys.stderr)
         return 2
