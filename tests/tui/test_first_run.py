@@ -102,3 +102,46 @@ def test_race_and_vary_in_a_folder_with_no_model_say_so(tmp_path, argv):
     project.mkdir()
     proc = _spark([*argv, str(project)], tmp_path)
     assert proc.returncode == 2 and "no model is configured" in proc.stderr, proc.stderr
+
+
+async def test_a_server_with_two_models_asks_which_is_fast(tmp_path):
+    """Two models of one server: the fast one picked becomes spark, the other base."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from tui.screens.first_run import FirstRunScreen
+
+    class Models(BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = json.dumps({"object": "list", "data": [{"id": "qwen2.5-coder:32b"},
+                                                          {"id": "qwen2.5-coder:1.5b"}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Models)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        app = ScreenHost(lambda: FirstRunScreen(
+            tmp_path, env={}, ports=[(get_preset("ollama"), server.server_address[1])]))
+        async with app.run_test(size=(100, 30)) as pilot:
+            screen = app.screen
+            await wait_for(pilot, lambda: not screen.detecting, what="detection")
+            await pilot.press("enter")  # Ollama
+            await pilot.pause()
+            labels = [str(o.prompt) for o in screen.query_one("OptionList")._options]
+            assert labels == ["qwen2.5-coder:32b", "qwen2.5-coder:1.5b"]
+            await pilot.press("down", "enter")  # the small one is the fast one
+            await wait_for(pilot, lambda: app.results, what="dismiss")
+    finally:
+        server.shutdown()
+    doc = tomllib.loads((tmp_path / "cfg" / "config.toml").read_text())
+    assert doc["profiles"]["spark"]["api_model"] == "qwen2.5-coder:1.5b"
+    assert doc["profiles"]["base"]["api_model"] == "qwen2.5-coder:32b"
+    assert doc["profiles"]["spark"]["base_url"] == doc["profiles"]["base"]["base_url"]
