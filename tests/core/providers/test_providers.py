@@ -193,3 +193,15 @@ def test_write_replaces_only_spark_and_base(tmp_path_factory, existing, theme, c
     assert doc.get("ui", {}).get("theme", "") == theme
     assert ("# keep this comment" in text) == comment
     assert set(load_settings(config_file=path, env={}).profiles) == {"spark", "base"} | set(existing)
+
+
+def test_spark_init_list_is_one_json_document(tmp_path):
+    import json
+
+    proc = _spark("init", "--list", "--no-probe", tmp_path=tmp_path,
+                  extra_env={"OPENROUTER_API_KEY": "k"})
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["presets"]["cerebras"]["key_env"] == "CEREBRAS_API_KEY"
+    assert [d["provider"] for d in doc["detected"]] == ["openrouter"]
+    assert not (tmp_path / "cfg" / "config.toml").exists()  # listing writes nothing
