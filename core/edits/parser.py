@@ -403,8 +403,11 @@ class StreamingParser:
                 f.had_block or clean_path(self._prev_line, self.exists)
                 or bare_token(self._prev_line, self.exists)):
             # "```python" after a block, or after a path line, in a fence that was never
-            # closed: the fences are broken; a new fence starts here
-            if f.path and not f.had_block and f.body:
+            # closed: the fences are broken; a new fence starts here (a fence holding only
+            # the path line is how some models name the file: no error then)
+            path_only = len([ln for ln in f.body if ln.strip()]) == 1 and \
+                clean_path(self._prev_line, self.exists) == f.path
+            if f.path and not f.had_block and f.body and not path_only:
                 self.errors.append(ParseError(
                     f.start_line, f.path,
                     f"whole-file block for {f.path} (line {f.start_line}) runs into "

@@ -506,3 +506,11 @@ def test_pending_follows_new_formats_and_not_reasoning():
     r = StreamingParser()
     r.feed("<think>\na.py\n<<<<<<< SEARCH\nx\n")
     assert r.pending is None  # a draft in reasoning is not shown as an edit
+
+
+def test_path_line_in_an_unclosed_fence_before_the_block_fence_is_no_error():
+    # some models open a fence, write the path, and open the block's fence at once
+    text = ("**web/package.json**\n```python\nweb/package.json\n```python\n<<<<<<< SEARCH\n"
+            '"port": 3000\n=======\n"port": 4000\n>>>>>>> REPLACE\n```\n')
+    edits, errors, _ = _parse(text)
+    assert errors == [] and [e.path for e in edits] == ["web/package.json"]
