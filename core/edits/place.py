@@ -323,19 +323,19 @@ def align(a: Sequence[str], b: Sequence[str]) -> list[_Op]:
         if not any(a[i1:i2]) and not any(b[j1:j2]):
             blanks(i1, i2, j1, j2)
             return
-        la = next(k for k in range(i1, i2 + 1) if k == i2 or a[k])  # leading blank run
-        lb = next(k for k in range(j1, j2 + 1) if k == j2 or b[k])
-        ta = next(k for k in range(i2, la - 1, -1) if k == la or a[k - 1])  # trailing
-        tb = next(k for k in range(j2, lb - 1, -1) if k == lb or b[k - 1])
+        la = next((k for k in range(i1, i2) if a[k]), i2)  # end of leading blank run
+        lb = next((k for k in range(j1, j2) if b[k]), j2)
+        ta = next((k + 1 for k in range(i2 - 1, i1 - 1, -1) if a[k]), i1)  # trailing
+        tb = next((k + 1 for k in range(j2 - 1, j1 - 1, -1) if b[k]), j1)
+        s1, r1 = i1, j1
         if la > i1 and lb > j1:
             blanks(i1, la, j1, lb)
-        else:
-            la, lb = i1, j1
+            s1, r1 = la, lb
+        ta, tb = max(ta, s1), max(tb, r1)
         trail = ta < i2 and tb < j2
-        mid_a, mid_b = (ta, tb) if trail else (i2, j2)
-        kind = "replace" if mid_a > la and mid_b > lb else "delete" if mid_a > la else \
-            "insert"
-        emit(kind, la, mid_a, lb, mid_b)
+        e1, e2 = (ta, tb) if trail else (i2, j2)
+        kind = "replace" if e1 > s1 and e2 > r1 else "delete" if e1 > s1 else "insert"
+        emit(kind, s1, e1, r1, e2)
         if trail:
             blanks(ta, i2, tb, j2)
 
