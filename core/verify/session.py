@@ -142,9 +142,11 @@ class VerifySession:
 
     def auto_fix(self, run: RunLike) -> str | None:
         """With a fast profile the loop runs by itself: the fix request once this answer's
-        verification has settled broken (and rounds remain), else None."""
+        verification (with tests on) has settled broken and rounds remain, else None."""
         if run.profile not in self.fast_profiles or run.request_id != self.run_id:
             return None
+        if self.verifier is None or not self.verifier.run_tests:
+            return None  # tests off: check problems go back on the key only
         return self.fix_request()
 
     def loop_status(self) -> str:

@@ -121,8 +121,10 @@ class VerifyPanel(Static):
         self.answer: ScopeReport | None = None
         self.accepted: ScopeReport | None = None
         self.border_title = "Verify"
+        self.display = False  # takes no room until there is an answer to verify
 
     def show(self, answer: ScopeReport | None, accepted: ScopeReport | None = None, *,
              fix_key: str = "f", fix_note: str = "") -> None:
         self.answer, self.accepted = answer, accepted
+        self.display = answer is not None
         self.update(render_verify(answer, accepted, fix_key=fix_key, fix_note=fix_note))
