@@ -10,11 +10,13 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from core.errors import SparkError
+
 DEMO_SOURCE = Path(__file__).with_name("demo_project")
 _SKIP = {"__pycache__", ".pytest_cache"}
 
 
-class DemoError(Exception):
+class DemoError(SparkError):
     """The demo folder cannot be written (not empty, not a folder)."""
 
 
