@@ -84,6 +84,10 @@ class Edit:
     creates: bool = field(default=False, compare=False)  # a `--- /dev/null` diff
     # a diff hunk's lines in order: ("=", context), ("-", removed), ("+", added)
     ops: tuple[tuple[str, str], ...] | None = field(default=None, compare=False)
+    # `\ No newline at end of file` after the hunk's last old / new line: that side of
+    # the file ends there without a final newline
+    old_no_eol: bool = field(default=False, compare=False)
+    new_no_eol: bool = field(default=False, compare=False)
     # why this edit must not be written; set only on the edits in StreamingParser.held
     refused: str | None = field(default=None, compare=False)
 
@@ -242,6 +246,7 @@ class _Fence:
     hunk_old: list[str] = field(default_factory=list)
     hunk_new: list[str] = field(default_factory=list)
     hunk_ops: list[tuple[str, str]] = field(default_factory=list)
+    no_eol: tuple[bool, bool] = (False, False)  # old, new side: `\ No newline` seen
     new_file: list[str] = field(default_factory=list)  # body of a --- /dev/null diff
     numbers: HunkNumbers | None = None
     hunk_line: int | None = None  # old start line from the @@ header
@@ -711,8 +716,12 @@ class StreamingParser:
         return []
 
     def _hunk_content(self, f: _Fence, tag: str, body: str) -> None:
-        if tag == "\\":
-            return  # "\ No newline at end of file"
+        if tag == "\\":  # "\ No newline at end of file" after the line before it
+            last = "+" if f.old_path == "/dev/null" else (f.hunk_ops[-1][0] if f.hunk_ops
+                                                          else "")
+            old, new = f.no_eol
+            f.no_eol = (old or last in "=-" and last != "", new or last in "=+" and last != "")
+            return
         if f.old_path == "/dev/null":
             if tag in "+ ":
                 f.new_file.append(body)
@@ -797,16 +806,17 @@ class StreamingParser:
             # trailing lines with no prefix: prose or a separator before the next header,
             # a blank line before the closing fence
             old, new, ops = old[:len(old) - cut], new[:len(new) - cut], ops[:len(ops) - cut]
+        no_eol, f.no_eol = f.no_eol, (False, False)
         f.hunk_old, f.hunk_new, f.hunk_ops, f.tail, f.unprefixed = [], [], [], [], 0
         path, why = self._diff_target(f)
         if self._section_problem(f, path, why):
             return []
         assert path is not None
-        if old == new:
+        if old == new and no_eol[0] == no_eol[1]:
             return []
         f.emitted += 1
         edit = Edit(path, _join(old), _join(new), "udiff", f.hunk_line, f.numbers,
-                    ops=tuple(ops))
+                    ops=tuple(ops), old_no_eol=no_eol[0], new_no_eol=no_eol[1])
         dots = bare_elision(path, old, new) or stand_in_comment(old, new)
         if dots:
             self._hold(edit, f.hunk_start, f"diff hunk for {path} (line {f.hunk_start}) "
@@ -839,7 +849,9 @@ class StreamingParser:
                 self._last_path = path
                 out.append(Edit(path, "", _join(f.new_file), "udiff", None, f.numbers,
                                 creates=True,
-                                ops=tuple(("+", ln) for ln in f.new_file)))
+                                ops=tuple(("+", ln) for ln in f.new_file),
+                                new_no_eol=f.no_eol[1]))
+                f.no_eol = (False, False)
         else:
             out = self._close_hunk(f, trim=not end)
             if not f.reported and (f.rename or f.binary or f.deleted):

@@ -514,3 +514,17 @@ def test_path_line_in_an_unclosed_fence_before_the_block_fence_is_no_error():
             '"port": 3000\n=======\n"port": 4000\n>>>>>>> REPLACE\n```\n')
     edits, errors, _ = _parse(text)
     assert errors == [] and [e.path for e in edits] == ["web/package.json"]
+
+
+def test_no_newline_at_end_of_file_is_kept_per_side():
+    both = ("```diff\n--- a/t.py\n+++ b/t.py\n@@ -3,1 +3,2 @@\n-x\n\\ No newline at end of file\n"
+            "+x\n+y\n\\ No newline at end of file\n```\n")
+    (e,) = parse_edits(both)
+    assert (e.search, e.replace, e.old_no_eol, e.new_no_eol) == ("x\n", "x\ny\n", True, True)
+    adds_eol = ("```diff\n--- a/t.py\n+++ b/t.py\n@@ -1,2 +1,2 @@\n a\n-x\n"
+                "\\ No newline at end of file\n+x\n```\n")
+    (e,) = parse_edits(adds_eol)  # only the final newline changes: still an edit
+    assert e.old_no_eol and not e.new_no_eol
+    new = "```diff\n--- /dev/null\n+++ b/n.py\n@@ -0,0 +1 @@\n+x\n\\ No newline at end of file\n```\n"
+    (e,) = parse_edits(new)
+    assert e.creates and e.new_no_eol and e.replace == "x\n"
