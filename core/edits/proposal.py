@@ -7,6 +7,7 @@ the base it was computed against (text + fingerprint) so nothing unseen is overw
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import re
 from dataclasses import dataclass, field
@@ -426,6 +427,17 @@ def deletion_heavy(old: str, new: str, hunks: list[Hunk]) -> str | None:
     return None
 
 
+def _unwrap_empty_search(e: Edit) -> Edit:
+    """An edit whose SEARCH is only ``` lines (an empty SEARCH a model wrapped in a
+    fence) and whose REPLACE is wrapped too: the empty SEARCH it means (a creation)."""
+    search, replace = split_lines(e.search), split_lines(e.replace)
+    if e.kind != "search_replace" or not wrapped(search) or "".join(search[1:-1]).strip():
+        return e
+    if not wrapped(replace):
+        return e
+    return dataclasses.replace(e, search="", replace="".join(r + "\n" for r in replace[1:-1]))
+
+
 def _build_file(rel: str, old: str, fp: str, exists: bool, edits: list[Edit],
                 shifted_answer: bool = True) -> tuple[FileProposal | None, list[EditError]]:
     """One file's proposal: all its edits, or none of them.
@@ -440,6 +452,7 @@ def _build_file(rel: str, old: str, fp: str, exists: bool, edits: list[Edit],
     whole = False
     applied = 0
     for e in edits:
+        e = _unwrap_empty_search(e)
         if not exists and not ed.lines and e.search.strip() and e.kind != "whole_file":
             errors.append(_missing_file_error(rel))
             continue

@@ -175,3 +175,14 @@ def test_fit_shift_kinds():
 
 def test_place_is_identity_when_exact():
     assert place(["a", "b"], ["a", "b"], ["c"]) == ["c"]
+
+
+def test_fence_wrapped_empty_search_creates_a_file(tmp_path):
+    from core.edits.proposal import apply_proposal, build_proposal
+    from core.workspace.files import Workspace
+
+    ws = Workspace(tmp_path)
+    edit = Edit("new.py", "```python\n```\n", "```python\nX = 1\n```\n", "search_replace")
+    prop = build_proposal(ws, [edit])
+    apply_proposal(ws, prop, {h.id for h in prop.hunks}, commit=False)
+    assert (tmp_path / "new.py").read_text() == "X = 1\n" and not prop.errors
