@@ -265,16 +265,20 @@ class StreamingParser:
 
     `exists` (optional) tells whether the working tree has a file: with it, a bare name
     (`main`) or a bracketed route (`app/[id]/page.tsx`) that the tree has is a path.
+    `default_path` (optional; a session whose context holds exactly one file passes it)
+    names a SEARCH/REPLACE block that has no path at all, as Aider does with the one file
+    in its chat; never a whole-file block, whose content could be any example.
 
     Edits that look like edits but must never be written (a placeholder whole file, a
     REPLACE that elides code with a bare `...`) are not returned: each is recorded in
     `errors` with the reason and kept, with `Edit.refused` set, in `held`.
     """
 
-    def __init__(self, exists: Exists | None = None) -> None:
+    def __init__(self, exists: Exists | None = None, default_path: str | None = None) -> None:
         self.errors: list[ParseError] = []
         self.held: list[Edit] = []
         self.exists = exists
+        self.default_path = default_path
         self._buf = ""
         self._line_no = 0
         self._prev_line = ""  # last non-blank complete line seen outside a block
@@ -532,7 +536,7 @@ class StreamingParser:
         if path is None and f is not None:
             path = f.mentioned
         if path is None:
-            path = self._last_path
+            path = self._last_path or self.default_path
         if f is not None:
             f.had_block = True
             f.body.clear()

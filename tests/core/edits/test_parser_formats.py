@@ -528,3 +528,15 @@ def test_no_newline_at_end_of_file_is_kept_per_side():
     new = "```diff\n--- /dev/null\n+++ b/n.py\n@@ -0,0 +1 @@\n+x\n\\ No newline at end of file\n```\n"
     (e,) = parse_edits(new)
     assert e.creates and e.new_no_eol and e.replace == "x\n"
+
+
+def test_default_path_names_only_a_search_block_without_any_path():
+    text = "Change it:\n```python\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n```\n"
+    assert parse_edits(text) == []
+    p = StreamingParser(default_path="app.py")
+    edits = p.feed(text + "```python\nprint('example')\n```\n") + p.finish()
+    assert [(e.path, e.kind) for e in edits] == [("app.py", "search_replace")]  # no whole file
+    p = StreamingParser(default_path="app.py")  # a named path still wins
+    assert [e.path for e in p.feed(_sr("b.py", "a\n", "b\n")) + p.finish()] == ["b.py"]
+    p = StreamingParser(default_path="app.py")  # and a lone word is still refused
+    assert p.feed(_sr("pkg", "a\n", "b\n")) + p.finish() == [] and p.errors
