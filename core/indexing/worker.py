@@ -65,6 +65,7 @@ class Indexer:
         self.dups_total = 0
         self.stopped = False
         self.facts_complete = False
+        self.dups_complete = False
         self.known_key: bytes | None = None  # tree key of the map snapshot the app loaded itself
 
     # -- messaging ---------------------------------------------------------------------
@@ -208,10 +209,14 @@ class Indexer:
         pending = set(files)
         done = 0
         last = 0.0
+        next_freeze = 256  # files; frozen at doubling counts so near misses are found early
 
         def step() -> bool:
-            nonlocal last
+            nonlocal last, next_freeze
             self.dups_files = done
+            if done >= next_freeze:
+                self.dups.finish_loading()
+                next_freeze *= 2
             now = time.perf_counter()
             if now - last >= PROGRESS_EVERY_S:
                 last = now
@@ -233,6 +238,7 @@ class Indexer:
             if not step():
                 return
         self.dups.finish_loading()
+        self.dups_complete = True  # from now on (file events) additions go to the delta
         if self.cache is not None:
             self.cache.commit()
         self.send("dups", self.dups_total, self.dups_total, True)
@@ -247,7 +253,7 @@ class Indexer:
             return False
         if not isinstance(units, list) or not all(isinstance(u, FunctionUnit) for u in units):
             return False
-        self.dups.add_units(rel, units)
+        self.dups.add_units(rel, units, bulk=not self.dups_complete)
         return True
 
     def _index_dups(self, rel: str, cached: tuple[Stamp, Any] | None) -> None:
@@ -259,7 +265,7 @@ class Indexer:
             self.dups.remove_file(rel)
             return
         units = self.dups.units_of(rel)
-        self.dups.add_units(rel, units)
+        self.dups.add_units(rel, units, bulk=not self.dups_complete)
         if self.cache is not None:
             try:
                 data = (self.root / rel).read_bytes()
