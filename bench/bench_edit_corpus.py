@@ -64,6 +64,9 @@ def main(argv: list[str] | None = None) -> None:
               f"n={len(small)}): p50 {small[len(small) // 2]:.1f} ms, p95 {p95:.1f} ms, "
               f"max {small[-1]:.1f} ms (issue 17: p95 <= 20 ms, none over 200 ms; the "
               f"writes' fsyncs are on /dev/shm here)")
+        slow = sorted(timed, key=lambda r: -r.apply_ms)[:3]
+        print("  slowest: " + "; ".join(f"{r.case_id} {r.format} {r.apply_ms:.0f} ms "
+                                        f"({r.answer_bytes / 1000:.1f} KB)" for r in slow))
     kinds: dict[str, Counter[str]] = {}
     for r in misses:
         if r.reason:
