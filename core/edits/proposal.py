@@ -240,6 +240,23 @@ class FileEditor:
                              f"only {'approximately' if m.how == 'fuzzy' else 'loosely'}, "
                              f"and {exc}") from None
         self._splice(start, end, new)
+        self._end_of_file(edit, start + len(new))
+
+    def _end_of_file(self, edit: Edit, end: int) -> None:
+        """A diff hunk's `\\ No newline at end of file` decides the file's final newline
+        when the hunk reaches the end of the file (as `git apply` does)."""
+        old_eol, new_eol = getattr(edit, "old_no_eol", False), getattr(edit, "new_no_eol", False)
+        if not (old_eol or new_eol):
+            return
+        if end != len(self.lines):
+            raise MatchError(f"{self.path}: the diff hunk says the file ends after it "
+                             f"(\\ No newline at end of file), but it does not end there; "
+                             f"not applied")
+        want = not new_eol
+        if want != self.final_newline:
+            self.final_newline = want
+            last = len(self.original) - 1  # that line's end changes: not the same line
+            self.origin = [None if o == last else o for o in self.origin]
 
     def _tiebreak(self, edit: Edit, search: list[str]):
         """Chooses among several equal places: the one a diff's `@@ -a` number names
