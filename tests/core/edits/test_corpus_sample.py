@@ -36,7 +36,7 @@ from bench.edit_corpus.formats import (
 from bench.edit_corpus.generate import own_history
 from bench.edit_corpus.runner import Result, is_partial, run_answer, scratch_dir
 
-SAMPLE = 16  # answers per format: 14 x 16 applies stay well under 30 s on a busy core
+SAMPLE = 16  # answers per format: 16 x 16 applies, ~8 s of CPU
 
 # Gaps the engine team (edits-parse, edits-match) is fixing, per issue 17 and the
 # corpus table in /work/notes/edits-corpus.md.  Remove a format when its fix lands.
@@ -49,8 +49,6 @@ EXACT_GAPS: dict[str, str] = {
     "sr_fenced_parts": "engine: an empty SEARCH (a new file) wrapped in ``` lines is not "
                        "read as empty, so the new file is refused",
 }
-# the whole corpus (make bench) still finds wrong writes the sample does not draw
-CORPUS_WRONG = "bench/bench_edit_corpus.py still reports wrong writes; see docs/edits.md"
 
 
 _CASES = own_history(ROOT, 80)
@@ -112,7 +110,6 @@ def test_exact_rate_floor(cases: list[Case], fmt: str, scratch: Path) -> None:
     assert exact >= goal, f"{fmt}: {exact:.0%} exact < {goal:.0%}: {missed}"
 
 
-@pytest.mark.xfail(reason=CORPUS_WRONG, strict=False)
 @settings(max_examples=20, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
