@@ -440,8 +440,8 @@ class LoopMachine(RuleBasedStateMachine):
 
 
 LoopMachine.TestCase.settings = settings(
-    max_examples=int(os.environ.get("SPARK_LOOP_EXAMPLES", "4")),
-    stateful_step_count=int(os.environ.get("SPARK_LOOP_STEPS", "12")),
+    max_examples=int(os.environ.get("SPARK_LOOP_EXAMPLES", "3")),
+    stateful_step_count=int(os.environ.get("SPARK_LOOP_STEPS", "10")),
     deadline=None,
     # shrinking replays whole app sessions: minutes for little gain; the steps print as run
     phases=[Phase.explicit, Phase.reuse, Phase.generate],
