@@ -40,8 +40,8 @@ async def test_fast_profile_loop_fixes_the_failing_answer_by_itself(demo_root, c
         await wait_for(pilot, lambda: app.answer is not None and app.answer.kind == "fix"
                        and app.answer.finished and _verified(app, "passed"), timeout=120,
                        what="the fix round, verified green")
-        text = _panel_text(app)
-        assert "fix round 1/3: green" in text
+        # the panel is redrawn on the next frame
+        await wait_for(pilot, lambda: "fix round 1/3: green" in _panel_text(app), what="the panel")
         assert ORIGINAL in dates.read_text()  # nothing written before accept
         while app.answer.undecided:
             await pilot.press("a")
@@ -58,9 +58,8 @@ async def test_failures_shown_and_sent_back_on_one_key(demo_root, core_url, monk
         await _send(pilot, app, US_DATES)
         await wait_for(pilot, lambda: app.answer is not None and app.answer.finished
                        and _verified(app, "failed"), timeout=90, what="the failing verdict")
-        text = _panel_text(app)
-        assert "test_to_date_accepts_customer_formats[01/03/2024]" in text
-        assert "ctrl+e" in text
+        await wait_for(pilot, lambda: "ctrl+e" in _panel_text(app), what="the panel")
+        assert "test_to_date_accepts_customer_formats[01/03/2024]" in _panel_text(app)
         first = app.answer
         await pilot.press("ctrl+e")
         await wait_for(pilot, lambda: app.answer is not first and app.answer.finished
