@@ -5,8 +5,6 @@ Each test is a regression for a way the edit loop once wrote the wrong thing (or
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from core.edits.match import MatchError, find
@@ -228,13 +226,13 @@ def test_indentation_normalised_and_replacement_reindented_for_tabs(tmp_path):
     assert _read(tmp_path, "t.py") == "def f():\n\tif x:\n\t\treturn 2\n\treturn 0\n"
 
 
+@pytest.mark.timeout(30)
 def test_extremely_long_lines_do_not_hang():
     lines = [f"line_{i} = {i}" for i in range(2000)]
     lines[1000] = "x = '" + "ab" * 100_000 + "'"
-    t = time.perf_counter()
     with pytest.raises(MatchError) as exc:
         find(lines, [lines[1000][:-3] + "zz'", "more", "lines"], path="big.py")
-    assert time.perf_counter() - t < 5 and len(str(exc.value)) < 2000
+    assert len(str(exc.value)) < 2000
 
 
 # -- unified diffs ---------------------------------------------------------------------
