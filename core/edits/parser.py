@@ -668,7 +668,8 @@ class StreamingParser:
         full = self._hunk_full(f)
         if _GIT_HEADER_RE.match(line):
             return self._git_header(f, line)
-        if line.startswith("--- ") and (not f.in_hunk or full or not _is_removed_dashes(line)):
+        if line.startswith("--- ") and (not f.in_hunk or full
+                                        or not _is_removed_dashes(line, self.exists)):
             # the ---/+++ pair of the section a `diff --git` line opened, or a new section
             out = self._close_diff_file(f, complete=True) if f.hunks or f.old_path else []
             f.old_path = _diff_path(line[4:]) or None
@@ -677,6 +678,18 @@ class StreamingParser:
                 and not f.in_hunk:
             f.new_path = _diff_path(line[4:]) or None
             return []
+        if line.startswith("+++ ") and f.in_hunk and prev.startswith("--- ") and \
+                f.hunk_ops and f.hunk_ops[-1] == ("-", prev[1:]) and not f.tail and \
+                _header_pair(prev[4:], line[4:]):
+            # `--- x` then `+++ x`: the line taken for a removed one was the next file's
+            # header after all (x had no extension: `--- main`)
+            f.hunk_ops.pop()
+            f.hunk_old.pop()
+            f.seen_old -= 1
+            out = self._close_diff_file(f, complete=True)
+            f.old_path = _diff_path(prev[4:]) or None
+            f.new_path = _diff_path(line[4:]) or None
+            return out
         if HUNK_HEADER_RE.match(line):
             out = self._close_hunk(f, trim=True)
             f.in_hunk = True
@@ -891,13 +904,21 @@ def _prose_file(path: str) -> bool:
     return path.lower().endswith((".md", ".markdown", ".rst", ".txt", ".adoc", ".mdx"))
 
 
-def _is_removed_dashes(line: str) -> bool:
+def _header_pair(old: str, new: str) -> bool:
+    """`--- main` / `+++ main`: one file's header pair, not a removed and an added line."""
+    a, b = _diff_path(old), _diff_path(new)
+    return bool(a) and not any(c.isspace() for c in a + b) and _same_file(a, b)
+
+
+def _is_removed_dashes(line: str, exists: Exists | None = None) -> bool:
     """Inside a hunk, `--- x` is a removed line starting with '-- ' unless a +++ follows.
 
     We cannot look ahead in a stream, so a hunk line `--- ` is treated as a file header
     only when it looks like one (has a path-ish word and no code punctuation)."""
     rest = line[4:].strip()
-    return not rest or clean_path(rest.split("\t")[0]) is None and rest != "/dev/null"
+    raw = rest.split("\t")[0]
+    named = clean_path(raw) or clean_path(_diff_path(rest), exists)
+    return not rest or named is None and rest != "/dev/null"
 
 
 def _join(lines: list[str]) -> str:

@@ -540,3 +540,12 @@ def test_default_path_names_only_a_search_block_without_any_path():
     assert [e.path for e in p.feed(_sr("b.py", "a\n", "b\n")) + p.finish()] == ["b.py"]
     p = StreamingParser(default_path="app.py")  # and a lone word is still refused
     assert p.feed(_sr("pkg", "a\n", "b\n")) + p.finish() == [] and p.errors
+
+
+def test_header_pair_of_a_bare_name_after_a_hunk_without_counts():
+    text = "```diff\n--- x.py\n+++ x.py\n@@ ... @@\n-a\n+b\n--- main\n+++ main\n@@ ... @@\n-c\n+d\n```\n"
+    assert [(e.path, e.search, e.replace) for e in parse_edits(text)] == [
+        ("x.py", "a\n", "b\n"), ("main", "c\n", "d\n")]
+    sql = "```diff\n--- q.sql\n+++ q.sql\n@@ ... @@\n a\n--- old note\n+++ new note\n```\n"
+    assert [(e.search, e.replace) for e in parse_edits(sql)] == [
+        ("a\n-- old note\n", "a\n++ new note\n")]
