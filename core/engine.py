@@ -511,7 +511,7 @@ class Engine:
 
     def __init__(self, config: CoreConfig, *, record_dir: Path | None = None,
                  rate_model: RateModel | None = None,
-                 package_cassettes: bool = True, calibration: Any = None) -> None:
+                 package_cassettes: bool = False, calibration: Any = None) -> None:
         self.config = config
         self.package_cassettes = package_cassettes
         self.rates = rate_model or RateModel(calibration=calibration)
@@ -544,8 +544,11 @@ class Engine:
             if profile.backend == "replay":
                 from core.backends.replay import PACKAGE_CASSETTES, ReplayBackend
 
-                folders = [PACKAGE_CASSETTES] if self.package_cassettes else []
-                folders.extend(profile.cassettes)
+                # recordings only where the profile names them (the demo's profiles do): a
+                # user's project must never be answered from the demo's recordings
+                folders = list(profile.cassettes)
+                if not folders and self.package_cassettes:
+                    folders.append(PACKAGE_CASSETTES)
                 if self.record_dir is not None and self.record_dir.is_dir():
                     folders.append(self.record_dir)
                 backend = ReplayBackend(folders)

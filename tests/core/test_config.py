@@ -152,3 +152,23 @@ def test_demo_marker_and_its_recorded_prompts(tmp_path):
     assert ("docstrings for the report module", "Add docstrings to the functions in report.py") \
         in prompts
     assert all(not p.startswith("Your proposed change") for _, p in prompts)  # follow-ups out
+
+
+async def test_a_replay_profile_without_cassettes_never_replays_the_demo(tmp_path):
+    from core.client import CoreClient, CoreError
+    from core.embedded import EmbeddedCore
+
+    root = _project(tmp_path, '[profiles.mine]\nbackend = "replay"\npacing = "pinned"\n'
+                              'tokens_per_s = 5000.0\n')
+    core = EmbeddedCore(project_root=root)
+    client = await CoreClient.connect(core.start())
+    try:
+        stream = await client.generate("mine", [{"role": "user", "content": "Add docstrings "
+                                                 "to the functions in report.py"}])
+        with pytest.raises(CoreError) as exc:
+            async for _ in stream:
+                pass
+        assert exc.value.code == "no_cassettes"
+    finally:
+        await client.close()
+        core.stop()
