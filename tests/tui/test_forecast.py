@@ -21,8 +21,8 @@ async def test_forecast_turns_online_and_shows_the_gap(demo_root, fake_model, fa
             app.query_one("#prompt").value = prompt
             await pilot.click("#prompt")
             await pilot.press("enter")
-            await wait_for(pilot, lambda: app.answer is not None and app.answer.prompt == prompt
-                           and app.settled, what=f"answer {i}")
+            await wait_for(pilot, lambda p=prompt: app.answer is not None
+                           and app.answer.prompt == p and app.settled, what=f"answer {i}")
             await pilot.pause(0.05)
             shown.append(status.forecast)
         text = str(status.render())
