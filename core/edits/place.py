@@ -247,7 +247,8 @@ def place(window: Sequence[str], search: Sequence[str], replace: Sequence[str],
     out: list[str] = []
     prov: list[str] = []  # per output line: "w" the file's, "x" the file's that SEARCH
     pos = 0  # lacked, "r" written by the model   (next window line not yet copied: pos)
-    for _tag, i1, i2, j1, j2 in changes:
+    risky = _risky_changes(changes, diverge, search, window)
+    for c, (_tag, i1, i2, j1, j2) in enumerate(changes):
         lo, hi, keep_w = _target(i1, i2, diverge, span, search, window,
                                  replace[j1:j2], used)
         if lo < pos:
@@ -262,11 +263,32 @@ def place(window: Sequence[str], search: Sequence[str], replace: Sequence[str],
             new = [_denoise(r, noise.get(i1 + k) if i1 + k < i2 else None)
                    for k, r in enumerate(replace[j1:j2])]
             out.extend(_write(new, shift))
-            prov.extend("r" * len(new))
+            prov.extend(("R" if c in risky else "r") * len(new))
         pos = hi
     out.extend(window[pos:])
     prov.extend("x" if j in extra else "w" for j in range(pos, len(window)))
     _check_blank_runs(out, prov)
+    return out
+
+
+def _risky_changes(changes: list[_Op], diverge: Sequence[_Op], search: list[str],
+                   window: list[str]) -> set[int]:
+    """Changes in a run of adjacent changes that touches a blank line the file and
+    SEARCH disagree on: a blank line such a change writes may be that one."""
+    out: set[int] = set()
+    group: list[int] = []
+    for c in range(len(changes) + 1):
+        if c < len(changes) and group and changes[c][1] > changes[group[-1]][2]:
+            pass
+        elif c < len(changes):
+            group.append(c)
+            continue
+        if group:
+            g1, g2 = changes[group[0]][1], changes[group[-1]][2]
+            if any(k1 <= g2 and g1 <= k2 and _all_blank(search[k1:k2])
+                   and _all_blank(window[l1:l2]) for _t, k1, k2, l1, l2 in diverge):
+                out.update(group)
+        group = [c] if c < len(changes) else []
     return out
 
 
@@ -279,7 +301,7 @@ def _check_blank_runs(out: list[str], prov: list[str]) -> None:
         if _blank(line):
             kinds.add(p)
             continue
-        if {"x", "r"} <= kinds:
+        if {"x", "r"} <= kinds or {"x", "R"} <= kinds or ("R" in kinds and len(kinds) > 1):
             raise PlaceError("the edit writes blank lines next to blank lines of the "
                              "file that its SEARCH text left out; how many blank lines "
                              "it means there cannot be told, so it is not applied")
