@@ -157,6 +157,12 @@ def _closes(opening: str, fl: _FenceLine) -> bool:
     return not fl.info and fl.marker[0] == opening[0] and len(fl.marker) >= len(opening)
 
 
+def _shorter(marker: str, opening: str) -> bool:
+    """A ``` line inside a ```` fence: it can neither close that fence nor end it as
+    broken (CommonMark); it is the content's own fence (a file that holds markdown)."""
+    return marker[0] == opening[0] and marker[0] in "`~" and len(marker) < len(opening)
+
+
 def _nests(opening: str, fl: _FenceLine) -> bool:
     """A fence opening of the same kind as the open one (```python inside ```)."""
     if not fl.opens or fl.marker[0] != opening[0]:
@@ -408,7 +414,8 @@ class StreamingParser:
             if other is not None and other.opens and (
                     f.had_block or clean_path(self._prev_line, self.exists)):
                 fl = other
-        if f is not None and fl is not None and fl.opens and not _closes(f.marker, fl) and (
+        if f is not None and fl is not None and fl.opens and not _closes(f.marker, fl) \
+                and not _shorter(fl.marker, f.marker) and (
                 f.had_block or clean_path(self._prev_line, self.exists)
                 or bare_token(self._prev_line, self.exists)):
             # "```python" after a block, or after a path line, in a fence that was never

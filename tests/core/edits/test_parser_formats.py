@@ -549,3 +549,11 @@ def test_header_pair_of_a_bare_name_after_a_hunk_without_counts():
     sql = "```diff\n--- q.sql\n+++ q.sql\n@@ ... @@\n a\n--- old note\n+++ new note\n```\n"
     assert [(e.search, e.replace) for e in parse_edits(sql)] == [
         ("a\n-- old note\n", "a\n++ new note\n")]
+
+
+def test_a_shorter_fence_inside_a_longer_one_is_content_never_a_new_file():
+    # found by the own-history commit corpus: a file whose code holds an answer
+    text = 't.py\n````python\nS = """\nnew.py\n```python\nx = 1\n```\n"""\n````\n'
+    edits, errors, _ = _parse(text)
+    assert errors == [] and [e.path for e in edits] == ["t.py"]
+    assert "new.py\n```python\nx = 1\n```\n" in edits[0].replace
