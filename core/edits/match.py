@@ -115,13 +115,16 @@ def find(lines: Sequence[str], search: Sequence[str], *, path: str = "?",
          threshold: float = FUZZY_THRESHOLD, tiebreak: TieBreak | None = None,
          exact_only: bool = False, index: LooseIndex | None = None,
          shifted_answer: bool = True,
-         written: Callable[[int, int], bool] | None = None) -> Match:
+         written: Callable[[int, int], bool] | None = None,
+         shift: int | None = None) -> Match:
     """Find `search` in `lines`; raise MatchError naming `path` when it is not unique.
 
     `shifted_answer`: the answer shows an indentation shift somewhere (see
     `shows_indent_shift`), so a SEARCH found exactly is not trusted where the same lines
     also stand at another indentation, if it is short or found only on lines that
-    `written(start, end)` says an earlier edit of the answer wrote."""
+    `written(start, end)` says an earlier edit of the answer wrote.  `shift`: the
+    answer's one indentation shift (see `indent_shifts`), which picks the one place at
+    that shift among several."""
     hits = [(h, h + len(search)) for h in find_exact(lines, search)]
     needle = [norm(s) for s in search if s.strip()]
     if hits:
@@ -130,7 +133,8 @@ def find(lines: Sequence[str], search: Sequence[str], *, path: str = "?",
         if needle and doubtful and not exact_only and shifted_answer:
             twins = _shifted_twins(hits, lines, search, needle, index)
             if twins:
-                chosen = tiebreak([*hits, *twins], "loose") if tiebreak else None
+                chosen = _by_shift([*hits, *twins], lines, search, shift) or (
+                    tiebreak([*hits, *twins], "loose") if tiebreak else None)
                 if chosen is None:
                     where = ", ".join(str(w[0] + 1) for w in twins[:5])
                     raise MatchError(
@@ -155,6 +159,9 @@ def find(lines: Sequence[str], search: Sequence[str], *, path: str = "?",
                      if [x.rstrip() for x in lines[a:b]] == bare]
             if len(close) == 1:
                 return Match(close[0][0], close[0][1], "loose")
+            at = _by_shift(hits, lines, search, shift)
+            if at is not None:
+                return Match(at[0], at[1], "loose")
         return _one(hits, "loose", lines, search, path, tiebreak)
     if len(needle) < FUZZY_MIN_LINES or sum(map(len, needle)) > FUZZY_MAX_CHARS:
         raise MatchError(_not_found(path, lines, search, _closest_line(lines, search)))
@@ -200,24 +207,45 @@ def _shifted_twins(hits: list[tuple[int, int]], lines: Sequence[str],
     return twins
 
 
-def shows_indent_shift(lines: Sequence[str], searches: Sequence[Sequence[str]]) -> bool:
-    """Whether some SEARCH text is not in the file as written but is there at another,
-    uniformly shifted indentation: evidence that the answer is indented off, so its
-    short SEARCH texts may match the wrong place exactly."""
+def indent_shifts(lines: Sequence[str], searches: Sequence[Sequence[str]]) -> set[int]:
+    """The uniform indentation shifts (file columns minus SEARCH columns, nonzero) at
+    which SEARCH texts that are not in the file as written are found: evidence that
+    the answer is indented off, and by how much."""
     index: LooseIndex | None = None
+    found: set[int] = set()
     for search in searches:
         needle = [norm(s) for s in search if s.strip()]
         if not needle or find_exact(lines, search):
             continue
         index = index or LooseIndex(lines)
-        s_ind = [len(s) - len(s.lstrip()) for s in search if s.strip()]
         for k in find_exact(index.keys, needle):
-            got = [len(lines[i]) - len(lines[i].lstrip())
-                   for i in index.index[k:k + len(needle)]]
-            deltas = {f - a for f, a in zip(got, s_ind)}
-            if len(deltas) == 1 and 0 not in deltas:
-                return True
-    return False
+            delta = _delta(lines, index.index[k:k + len(needle)], search)
+            if delta:
+                found.add(delta)
+    return found
+
+
+def shows_indent_shift(lines: Sequence[str], searches: Sequence[Sequence[str]]) -> bool:
+    """Whether some SEARCH text is in the file only at a uniformly shifted indentation."""
+    return bool(indent_shifts(lines, searches))
+
+
+def _delta(lines: Sequence[str], at: Sequence[int], search: Sequence[str]) -> int | None:
+    """File indent minus SEARCH indent, when the same for every non-blank line."""
+    s_ind = [len(s) - len(s.lstrip()) for s in search if s.strip()]
+    got = {len(lines[i]) - len(lines[i].lstrip()) - a for i, a in zip(at, s_ind)}
+    return got.pop() if len(got) == 1 else None
+
+
+def _by_shift(hits: list[tuple[int, int]], lines: Sequence[str], search: Sequence[str],
+              shift: int | None) -> tuple[int, int] | None:
+    """The one hit at the answer's known indentation shift, if exactly one is."""
+    if shift is None:
+        return None
+    at = [h for h in hits
+          if _delta(lines, [i for i in range(h[0], h[1]) if lines[i].strip()], search)
+          == shift]
+    return at[0] if len(at) == 1 else None
 
 
 def _one(hits: list[tuple[int, int]], how: str, lines: Sequence[str],

@@ -18,8 +18,8 @@ from core.edits.match import (
     MatchError,
     find,
     find_exact,
+    indent_shifts,
     norm,
-    shows_indent_shift,
     split_lines,
 )
 from core.edits.parser import Edit
@@ -144,9 +144,11 @@ class FileEditor:
     onto the edited file, and a later block that became ambiguous only because an
     earlier block wrote a copy of its SEARCH text still finds the place the model saw."""
 
-    def __init__(self, path: str, old_text: str, *, shifted_answer: bool = True) -> None:
+    def __init__(self, path: str, old_text: str, *, shifted_answer: bool = True,
+                 shift: int | None = None) -> None:
         self.path = path
         self.shifted_answer = shifted_answer
+        self.shift = shift  # the answer's one indentation shift, when it shows one
         self.lines: list[str] = old_text.splitlines()
         self.original: list[str] = list(self.lines)
         self.origin: list[int | None] = list(range(len(self.lines)))
@@ -227,7 +229,8 @@ class FileEditor:
         m = find(self.lines, search, path=self.path, tiebreak=self._tiebreak(edit, search),
                  exact_only=fenced, index=self._index() if not fenced else None,
                  shifted_answer=self.shifted_answer,
-                 written=lambda a, b: any(o is None for o in self.origin[a:b]))
+                 written=lambda a, b: any(o is None for o in self.origin[a:b]),
+                 shift=self.shift)
         if m.how == "fuzzy" and any(o is None for o in self.origin[m.start:m.end]):
             raise MatchError(f"{self.path}: SEARCH text not found exactly; the closest "
                              f"lines ({m.start + 1}-{m.end}) overlap what an earlier "
@@ -456,7 +459,8 @@ def _unwrap_empty_search(e: Edit) -> Edit:
 
 
 def _build_file(rel: str, old: str, fp: str, exists: bool, edits: list[Edit],
-                shifted_answer: bool = True) -> tuple[FileProposal | None, list[EditError]]:
+                shifts: frozenset[int] | None = None
+                ) -> tuple[FileProposal | None, list[EditError]]:
     """One file's proposal: all its edits, or none of them.
 
     Why all or none: the edits of one answer to one file belong together (a renamed
@@ -465,7 +469,8 @@ def _build_file(rel: str, old: str, fp: str, exists: bool, edits: list[Edit],
     is a no-op does not count as refused."""
     errors: list[EditError] = []
     skipped: list[EditError] = []
-    ed = FileEditor(rel, old, shifted_answer=shifted_answer)
+    ed = FileEditor(rel, old, shifted_answer=shifts is None or bool(shifts),
+                    shift=next(iter(shifts)) if shifts and len(shifts) == 1 else None)
     whole = False
     applied = 0
     for e in edits:
@@ -509,17 +514,19 @@ class ProposalBuilder:
     def __init__(self, ws: Workspace) -> None:
         self.ws = ws
         self._rel: dict[str, str | WorkspaceError] = {}
-        self._cache: dict[str, tuple[tuple[tuple[Edit, ...], bool], str,
+        self._cache: dict[str, tuple[tuple[tuple[Edit, ...], frozenset[int]], str,
                                      FileProposal | None, list[EditError]]] = {}
-        self._shift_cache: dict[str, tuple[tuple[tuple[Edit, ...], str], bool]] = {}
+        self._shift_cache: dict[str, tuple[tuple[tuple[Edit, ...], str],
+                                           frozenset[int]]] = {}
 
-    def _shifted(self, rel: str, snap: tuple[str, str, bool], edits: list[Edit]) -> bool:
-        """Whether this file's edits show the answer indented off (cached)."""
+    def _shifted(self, rel: str, snap: tuple[str, str, bool], edits: list[Edit]
+                 ) -> frozenset[int]:
+        """The indentation shifts this file's edits show the answer has (cached)."""
         key = (tuple(edits), snap[1])
         got = self._shift_cache.get(rel)
         if got is None or got[0] != key:
             searches = [split_lines(e.search) for e in edits if e.kind != "whole_file"]
-            got = (key, shows_indent_shift(snap[0].splitlines(), searches))
+            got = (key, frozenset(indent_shifts(snap[0].splitlines(), searches)))
             self._shift_cache[rel] = got
         return got[1]
 
@@ -555,7 +562,8 @@ class ProposalBuilder:
                 snaps[rel] = self.ws.snapshot(rel)
             except WorkspaceError as exc:
                 errors.append(EditError(rel, str(exc)))
-        shifted = any(self._shifted(rel, snaps[rel], by_path[rel]) for rel in snaps)
+        shifted = frozenset().union(*(self._shifted(rel, snaps[rel], by_path[rel])
+                                      for rel in snaps))
         for rel in order:
             if rel not in snaps:
                 continue
