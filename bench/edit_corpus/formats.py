@@ -588,6 +588,8 @@ def whole_file(case: Case, rng: random.Random) -> Answer | None:
     """Each file in full under its path line."""
     if not all(f.after.endswith("\n") and _final_newline_same(f) for f in case.files):
         return None  # a fence cannot say "no newline at the end"
+    if any(_MARKER.match(s) for f in case.files for s in lines_of(f.after)):
+        return None  # code holding marker lines reads as SEARCH/REPLACE blocks
     parts = []
     for f in case.files:
         body = lines_of(f.after)

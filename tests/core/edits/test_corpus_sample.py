@@ -40,15 +40,8 @@ SAMPLE = 16  # answers per format: 16 x 16 applies, ~8 s of CPU
 
 # Gaps the engine team (edits-parse, edits-match) is fixing, per issue 17 and the
 # corpus table in /work/notes/edits-corpus.md.  Remove a format when its fix lands.
-_NESTED = ("parser: a whole file whose code holds an answer (a path line and a ``` fence, "
-           "e.g. a parser test) inside a longer fence is refused as broken and its inner "
-           "lines are read again as edits, which creates a stray file (coord.md repro 12)")
-WRONG_GAPS: dict[str, str] = {"whole_file": _NESTED}
-EXACT_GAPS: dict[str, str] = {
-    "whole_file": _NESTED,
-    "sr_fenced_parts": "engine: an empty SEARCH (a new file) wrapped in ``` lines is not "
-                       "read as empty, so the new file is refused",
-}
+WRONG_GAPS: dict[str, str] = {}
+EXACT_GAPS: dict[str, str] = {}
 
 
 _CASES = own_history(ROOT, 80)
