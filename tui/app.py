@@ -118,6 +118,8 @@ class SparkApp(App):
         self._verify_badges: dict[str, str] = {}
         self._auto_fixed: set[str] = set()  # request ids whose failures went back by themselves
         self._prose_expanded = False
+        self._undo_note: Text | None = None  # what the last undo restored / could not, kept on screen
+        self._last_notes: Text | None = None
         self._theme_ready = False  # the start-up theme is not a user's choice to remember
         self.settled = True  # False from a prompt until its answer is fully shown (tests wait on it)
         register_themes(self)
@@ -417,6 +419,8 @@ class SparkApp(App):
         """A fresh answer: its own hunks, counts and timing from zero (nothing of the last)."""
         self.answer, self.review, self.settled = run, None, False
         self._prose_expanded = False
+        self._undo_note = None
+        self._last_notes = None
         self.verify.answer_started(run, fix_round=isinstance(run, FixRun))
         self._show_verify()
         diff = self.query_one(DiffView)
@@ -473,6 +477,10 @@ class SparkApp(App):
         if run.hunks:
             notes.append(f"\n{len(run.hunks)} hunk(s): a accept, r reject, A/R all, j/k move, "
                          "Enter or i to type", style="dim")
+        if self._undo_note is not None:  # what the last undo did stays said, not only in a toast
+            notes.append("\n")
+            notes.append_text(self._undo_note)
+        self._last_notes = notes
         diff.set_notes(notes)
         diff.set_prose(run.prose, self._prose_expanded)
         self._sync_diff()
@@ -868,11 +876,17 @@ class SparkApp(App):
                 message += f"; NOT restored: {not_restored}"
             self.notify(message, severity="warning" if not_restored else "information", timeout=10)
         else:
-            self.notify(f"could not undo: {not_restored or 'nothing could be restored'}",
-                        severity="error", timeout=10)
+            message = f"could not undo: {not_restored or 'nothing could be restored'}"
+            self.notify(message, severity="error", timeout=10)
+        self._undo_note = Text(message, style="yellow" if outcome.restored and not not_restored else "bold red")
         run = self.answer
         if run is not None and outcome.run is run:
             self._after_stream(run)
+        elif run is not None and self._last_notes is not None:
+            notes = self._last_notes.copy()
+            notes.append("\n")
+            notes.append_text(self._undo_note)
+            self.query_one(DiffView).set_notes(notes)
         self._update_session_status()
 
     async def action_variations(self) -> None:

@@ -73,6 +73,8 @@ async def test_a_fresh_answer_starts_from_zero_and_undo_puts_everything_back(dem
         await pilot.press("ctrl+z")
         await wait_for(pilot, lambda: not app.answer.applied, what="the undo")
         assert target.read_text() == before
+        notes = str(app.query_one(DiffView).query_one("#notes").render())
+        assert "restored invoicer/report.py" in notes, "the undo says what it restored, on screen"
         assert {s.value for s in app.answer.states().values()} == {"undecided"}
         assert status.note.startswith("0 accepted"), status.note
         drawn = [str(v.render()) for v in app.query_one(DiffView).query("HunkView")]
