@@ -435,6 +435,14 @@ class StreamingParser:
                 self._fence = None
                 self._remember(line)
                 return self._close_fence(f)
+            if not f.had_block and not f.body and not f.lang and (
+                    line.startswith("diff --git ") or line.startswith("--- ")
+                    and not _is_removed_dashes(line, self.exists)):
+                # a git diff in a fence with no language: read it as the diff it is,
+                # never as the whole content of the file named before the fence
+                f.is_diff = True
+                f.path = None
+                return self._diff_line(f, line)
             if fl is not None and _nests(f.marker, fl) and not f.inner_open:
                 f.inner_open = self._line_no  # ```python inside a ``` fence
             if not f.had_block:

@@ -557,3 +557,12 @@ def test_a_shorter_fence_inside_a_longer_one_is_content_never_a_new_file():
     edits, errors, _ = _parse(text)
     assert errors == [] and [e.path for e in edits] == ["t.py"]
     assert "new.py\n```python\nx = 1\n```\n" in edits[0].replace
+
+
+def test_a_git_diff_in_a_fence_without_language_is_read_as_a_diff_not_a_whole_file():
+    text = "app.py\n```\n--- a/app.py\n+++ b/app.py\n@@ -1 +1 @@\n-a\n+b\n```\n"
+    edits, errors, _ = _parse(text)
+    assert errors == [] and [(e.path, e.kind, e.search, e.replace) for e in edits] == [
+        ("app.py", "udiff", "a\n", "b\n")]
+    front_matter = "notes.md\n```\n---\ntitle: x\n---\n```\n"  # YAML/markdown, not a diff
+    assert [e.kind for e in parse_edits(front_matter)] == ["whole_file"]
