@@ -141,13 +141,14 @@ def test_timeline_plot(tmp_path):
 def test_cli_report_json_and_text(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
     monkeypatch.setitem(sys.modules, "hwmodel.predict", None)
+    monkeypatch.setenv("SPARK_DEMO_PROFILES", "1")  # a base profile exists only in the demo's profiles now
     assert spark(["report", "--root", str(tmp_path)]) == 2
     assert "no recorded sessions" in capsys.readouterr().err
     record_session(tmp_path)
     assert spark(["report", "--root", str(tmp_path), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["session_id"] == "demo" and doc["unread_accepts"] == 1
-    assert doc["base_source"] == "profile 'base' rates"  # built-in base profile: 65 tok/s
+    assert doc["base_source"] == "profile 'base' rates"  # the demo's base profile: 65 tok/s
     assert spark(["report", "demo", "--root", str(tmp_path)]) == 0
     assert "waiting" in capsys.readouterr().out
     assert spark(["report", "nope", "--root", str(tmp_path)]) == 2
