@@ -76,13 +76,17 @@ def _run(args: argparse.Namespace) -> int:
     from core.workspace.files import Workspace, WorkspaceError
 
     text = _read_input(args.file)
-    parser = StreamingParser()
+    try:
+        ws = Workspace(Path(args.root))
+    except (WorkspaceError, OSError) as exc:
+        raise CliError(str(exc)) from None
+    # the tree lets the parser read bare names (`main`) and route files that exist
+    parser = StreamingParser(exists=ws.exists)
     edits = parser.feed(text) + parser.finish()
     if not edits:
         why = "; ".join(e.message for e in parser.errors) or "no edit blocks found"
         raise CliError(f"nothing to apply: {why}")
     try:
-        ws = Workspace(Path(args.root))
         proposal = build_proposal(ws, edits)
     except (WorkspaceError, OSError) as exc:
         raise CliError(str(exc)) from None
