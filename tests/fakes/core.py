@@ -24,7 +24,7 @@ TEST_CASSETTES = Path(__file__).resolve().parent / "cassettes"
 def write_config(tmp_path: Path, *, tokens_per_s: float = 20000.0, ttft_ms: float = 5.0,
                  frame_ms: float = 16, extra: str = "",
                  cassettes: Path = TEST_CASSETTES, max_streams: int = 64) -> Path:
-    """A config with a pinned-rate replay profile `fast` (plus the built-ins)."""
+    """A config with a pinned-rate replay profile `fast` (no model is built in)."""
     path = tmp_path / "core-config.toml"
     path.write_text(
         f"[core]\nframe_ms = {frame_ms}\nmax_streams_per_connection = {max_streams}\n\n"
