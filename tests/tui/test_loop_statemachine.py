@@ -277,7 +277,25 @@ class LoopMachine(RuleBasedStateMachine):
 
         self.driver.call(step)
 
-    @precondition(lambda self: self.app.answer is not None and not self._has_undecided())
+    def _warned(self) -> bool:
+        """The check before writing is waiting for w (write anyway) or e (reopen)."""
+        answer = self.app.answer
+        return answer is not None and answer.request_id in getattr(self.app, "_check_warned", {})
+
+    @precondition(lambda self: self._warned())
+    @rule(key=st.sampled_from(["w", "e"]))
+    def answer_the_check(self, key: str) -> None:
+        async def step(pilot):
+            await _settle(pilot)
+            if not self._review_mode():
+                await pilot.press("escape")
+                await pilot.pause()
+            await pilot.press(key)
+            await _settle(pilot)
+
+        self.driver.call(step)
+
+    @precondition(lambda self: self.app.answer is not None and not self._has_undecided() and not self._warned())
     @rule()
     def letter_with_nothing_to_decide(self) -> None:
         """With no undecided hunk a printable letter starts the next prompt."""
