@@ -7,6 +7,7 @@ agree on one record of what changed, whichever caller (the app, `spark apply`,
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from core.workspace.files import Workspace, WorkspaceError, decode, encode, fingerprint_bytes
@@ -26,13 +27,24 @@ class ChangeResult:
     recovered: list[str] = field(default_factory=list)  # ids finished after a crash
 
 
-def prepare(ws: Workspace, path: str, new_text: str) -> FileRecord:
-    """The exact bytes the file has now and will have after writing new_text."""
+def prepare(ws: Workspace, path: str, new_text: str, *,
+            final_newline: bool | None = None) -> FileRecord:
+    """The exact bytes the file has now and will have after writing new_text.
+
+    The file keeps its encoding, newline style and final newline, except where the
+    edit itself decided the final newline (a diff's `\\ No newline at end of file`):
+    then `final_newline` says which, as `git apply` would write it.
+    """
     ws.check_writable(path)
     before = ws.read_bytes(path)
     if before is None:
-        return FileRecord(path, None, encode(new_text, _new_format(), path), None)
+        fmt = _new_format()
+        if final_newline is not None:
+            fmt = dataclasses.replace(fmt, final_newline=final_newline)
+        return FileRecord(path, None, encode(new_text, fmt, path), None)
     fmt = ws.file_format(path)
+    if final_newline is not None:
+        fmt = dataclasses.replace(fmt, final_newline=final_newline)
     after = encode(new_text, fmt, path)
     if len(after) > ws.max_bytes:
         raise WorkspaceError(f"{path}: the new content ({len(after):,} bytes) is over the "
