@@ -278,6 +278,23 @@ class SparkApp(App):
             self._sync_diff()
 
     # -- prompt -> stream --------------------------------------------------------------------
+    @on(Input.Changed, "#prompt")
+    def _draft_changed(self, event: Input.Changed) -> None:
+        """Rank the repo map for the prompt being typed, so Enter finds it ready (issue 14)."""
+        if self._stream is None and len(event.value) > 8 and not event.value.startswith("/"):
+            self._prefetch(event.value)
+
+    @work(thread=True, exclusive=True, group="prefetch", exit_on_error=False)
+    def _prefetch(self, draft: str) -> None:
+        from textual.worker import get_current_worker
+
+        time.sleep(0.15)  # still typing: the next draft cancels this worker before it ranks
+        if get_current_worker().is_cancelled:
+            return
+        from core.indexing.prefetch import prefetch
+
+        prefetch(self.station.context, draft)
+
     @on(Input.Submitted, "#prompt")
     async def _submit(self, event: Input.Submitted) -> None:
         prompt = event.value.strip()
