@@ -7,12 +7,13 @@ Enter adds the highlighted file, tab switches between editable and read-only ref
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
-from textual.content import Content
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.content import Content
 from textual.fuzzy import Matcher
 from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
@@ -28,7 +29,7 @@ class PickedFile:
 
 
 class FilePickerScreen(ModalScreen[PickedFile | None]):
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "Close"),
         Binding("tab", "toggle_read_only", "Editable / read-only", priority=True),
         Binding("down", "move(1)", "Down", show=False),

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
@@ -12,7 +14,7 @@ from textual.widgets import Input, Static
 class ReasonScreen(ModalScreen[str | None]):
     """Enter rejects with the typed reason (may be empty); escape cancels the rejection."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
     DEFAULT_CSS = """
     ReasonScreen { align: center middle; }
     ReasonScreen > Vertical { width: 80; height: auto; border: round $warning; background: $surface; padding: 0 1; }
