@@ -401,7 +401,7 @@ class RepoMap:
             return cached[1]
         last = self._last_ranks
         ranks = pagerank(state.graph, self._personalisation(state, chat, mentioned_files, mentioned_names),
-                         start=last[1] if last is not None and last[0] is state else None)
+                         tol=RANK_TOLERANCE, start=last[1] if last is not None and last[0] is state else None)
         self._last_ranks = (state, ranks)
         self._rank_cache[key] = (state, ranks)
         while len(self._rank_cache) > 8:
@@ -703,6 +703,10 @@ def _parents(sigs: dict[int, tagmod.Definition], d: tagmod.Definition) -> list[t
     return out
 
 
+# L1 change at which PageRank stops: the map needs the order of its best few hundred
+# definitions, whose scores differ by far more; 1e-9 cost ~40% more steps (150 ms per
+# prompt on a 20,000-file graph) for digits no ranking reads
+RANK_TOLERANCE = 1e-6
 TOP_K = 6000  # definitions ordered per prompt; a map of 4k tokens renders a few hundred
 
 
