@@ -40,7 +40,7 @@ class Match:
 
     start: int
     end: int
-    how: str  # "exact" | "loose" | "fuzzy"
+    how: str  # "exact" | "loose" | "fuzzy" | "hinted" (fuzzy, at a diff's @@ number)
     score: float = 1.0
 
 
@@ -116,7 +116,7 @@ def find(lines: Sequence[str], search: Sequence[str], *, path: str = "?",
          exact_only: bool = False, index: LooseIndex | None = None,
          shifted_answer: bool = True,
          written: Callable[[int, int], bool] | None = None,
-         shift: int | None = None) -> Match:
+         shift: int | None = None, hint: int | None = None) -> Match:
     """Find `search` in `lines`; raise MatchError naming `path` when it is not unique.
 
     `shifted_answer`: the answer shows an indentation shift somewhere (see
@@ -124,7 +124,11 @@ def find(lines: Sequence[str], search: Sequence[str], *, path: str = "?",
     also stand at another indentation, if it is short or found only on lines that
     `written(start, end)` says an earlier edit of the answer wrote.  `shift`: the
     answer's one indentation shift (see `indent_shifts`), which picks the one place at
-    that shift among several."""
+    that shift among several.  `hint`: where a diff hunk's `@@` number says the text
+    starts; a SEARCH too short or too different to match fuzzily anywhere is still
+    taken there when it is HINT_THRESHOLD similar (as `git apply` applies a hunk at its
+    number with some context lines wrong; what is written is then checked line by line
+    by core/edits/place.py)."""
     hits = [(h, h + len(search)) for h in find_exact(lines, search)]
     needle = [norm(s) for s in search if s.strip()]
     if hits:
@@ -163,11 +167,16 @@ def find(lines: Sequence[str], search: Sequence[str], *, path: str = "?",
             if at is not None:
                 return Match(at[0], at[1], "loose")
         return _one(hits, "loose", lines, search, path, tiebreak)
+    at_hint = _at_hint(lines, search, needle, hint)
     if len(needle) < FUZZY_MIN_LINES or sum(map(len, needle)) > FUZZY_MAX_CHARS:
+        if at_hint is not None:
+            return at_hint
         raise MatchError(_not_found(path, lines, search, _closest_line(lines, search)))
     scored = _fuzzy(loose, needle)
     best = scored[0] if scored else None
     if best is None or best[0] < threshold:
+        if at_hint is not None:
+            return at_hint
         raise MatchError(_not_found(path, lines, search, best and (
             best[0], loose.index[best[1]], best[2])))
     rivals = [t for t in scored[1:] if t[0] >= best[0] - FUZZY_MARGIN
@@ -246,6 +255,21 @@ def _by_shift(hits: list[tuple[int, int]], lines: Sequence[str], search: Sequenc
           if _delta(lines, [i for i in range(h[0], h[1]) if lines[i].strip()], search)
           == shift]
     return at[0] if len(at) == 1 else None
+
+
+HINT_THRESHOLD = 0.6  # similarity a window at a diff's @@ number needs to be taken
+
+
+def _at_hint(lines: Sequence[str], search: Sequence[str], needle: list[str],
+             hint: int | None) -> Match | None:
+    """The window a diff hunk's `@@` number names, when it is similar enough."""
+    if hint is None or hint < 0 or hint + len(search) > len(lines) or len(needle) > 400:
+        return None
+    window = [norm(x) for x in lines[hint:hint + len(search)] if x.strip()]
+    score = fuzz.ratio("\n".join(needle), "\n".join(window)) / 100
+    if score < HINT_THRESHOLD:
+        return None
+    return Match(hint, hint + len(search), "hinted", score)
 
 
 def _one(hits: list[tuple[int, int]], how: str, lines: Sequence[str],

@@ -210,12 +210,14 @@ class _Span:
 
 
 def place(window: Sequence[str], search: Sequence[str], replace: Sequence[str],
-          ops: Sequence[_Op] | None = None) -> list[str]:
+          ops: Sequence[_Op] | None = None, *, strict: bool = False) -> list[str]:
     """The lines that replace `window` (the file's lines SEARCH matched) so that the
     model's change SEARCH -> REPLACE is made to the file's real lines.
 
     `ops` are SEARCH -> REPLACE opcodes when the caller knows them exactly (a diff hunk's
-    context and changed lines); otherwise difflib aligns the two.  Raises PlaceError."""
+    context and changed lines); otherwise difflib aligns the two.  `strict` (a weak
+    match, e.g. found only at a diff's `@@` number) also refuses a file line that differs
+    from SEARCH right beside a line the edit changes.  Raises PlaceError."""
     window, search, replace = list(window), list(search), list(replace)
     if window == search:
         return replace
@@ -250,7 +252,7 @@ def place(window: Sequence[str], search: Sequence[str], replace: Sequence[str],
     risky = _risky_changes(changes, diverge, search, window)
     for c, (_tag, i1, i2, j1, j2) in enumerate(changes):
         lo, hi, keep_w = _target(i1, i2, diverge, span, search, window,
-                                 replace[j1:j2], used)
+                                 replace[j1:j2], used, strict)
         if lo < pos:
             raise PlaceError("two changes of this edit land on the same lines of the "
                              "file; not applied")
@@ -440,7 +442,8 @@ def _all_blank(lines: Sequence[str]) -> bool:
 
 def _target(i1: int, i2: int, diverge: Sequence[_Op],
             span: tuple[list[_Span], list[_Span]], search: list[str], window: list[str],
-            new: list[str], used: set[int]) -> tuple[int, int, list[str] | None]:
+            new: list[str], used: set[int], strict: bool = False
+            ) -> tuple[int, int, list[str] | None]:
     """The window lines [lo, hi) that the model's change of SEARCH[i1:i2] replaces, and
     the lines to keep instead of the new ones when the file already has them."""
     lines, gaps = span
@@ -452,6 +455,9 @@ def _target(i1: int, i2: int, diverge: Sequence[_Op],
                 raise PlaceError(_conflict(window, l1, l2, "where the edit inserts"))
             continue
         harmless = _all_blank(search[k1:k2]) and _all_blank(window[l1:l2])
+        if strict and not harmless and k1 <= i2 and i1 <= k2:
+            raise PlaceError(_conflict(window, l1, l2, "right beside the lines the edit "
+                                                       "changes (a weak match)"))
         if i1 == i2:  # the model inserts at gap i1
             if k1 == k2 == i1:
                 if [_key(s) for s in new] == [_key(w) for w in window[l1:l2]]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from core.edits.hunks import Hunk, apply_hunks, make_hunks_tracked, rebase_hunk
 from core.edits.match import (
+    FUZZY_THRESHOLD,
     LooseIndex,
     MatchError,
     find,
@@ -230,17 +231,18 @@ class FileEditor:
                  exact_only=fenced, index=self._index() if not fenced else None,
                  shifted_answer=self.shifted_answer,
                  written=lambda a, b: any(o is None for o in self.origin[a:b]),
-                 shift=self.shift)
-        if m.how == "fuzzy" and any(o is None for o in self.origin[m.start:m.end]):
+                 shift=self.shift, hint=self._hint(edit))
+        if m.how in ("fuzzy", "hinted") and any(o is None for o in self.origin[m.start:m.end]):
             raise MatchError(f"{self.path}: SEARCH text not found exactly; the closest "
                              f"lines ({m.start + 1}-{m.end}) overlap what an earlier "
                              f"edit of this answer wrote, so it is not applied there")
         start, end = _widen_runs(self.lines, m.start, m.end, search, replace)
         try:
-            new = place(self.lines[start:end], search, replace, ops)
+            weak = m.how == "hinted" or (m.how == "fuzzy" and m.score < FUZZY_THRESHOLD)
+            new = place(self.lines[start:end], search, replace, ops, strict=weak)
         except PlaceError as exc:
             raise MatchError(f"{self.path}: SEARCH text matched lines {m.start + 1}-{m.end} "
-                             f"only {'approximately' if m.how == 'fuzzy' else 'loosely'}, "
+                             f"only {'loosely' if m.how == 'loose' else 'approximately'}, "
                              f"and {exc}") from None
         self._splice(start, end, new)
         self._end_of_file(edit, start + len(new))
@@ -265,10 +267,7 @@ class FileEditor:
         """Chooses among several equal places: the one a diff's `@@ -a` number names
         (mapped through earlier edits), else the one place the model saw, when the
         others were written by earlier edits of this answer."""
-        hint: int | None = None
-        if edit.kind == "udiff" and edit.line is not None:
-            want = edit.line - 1
-            hint = next((j for j, o in enumerate(self.origin) if o == want), None)
+        hint = self._hint(edit)
 
         def pick(hits: list[tuple[int, int]], how: str) -> tuple[int, int] | None:
             if hint is not None:
@@ -285,6 +284,14 @@ class FileEditor:
                     return untouched[0]
             return None
         return pick
+
+    def _hint(self, edit: Edit) -> int | None:
+        """Where a diff hunk's `@@ -a` number puts it in the file as earlier edits of
+        this answer left it (None: no number, or that line was rewritten)."""
+        if edit.kind != "udiff" or edit.line is None:
+            return None
+        want = edit.line - 1
+        return next((j for j, o in enumerate(self.origin) if o == want), None)
 
     def _explain(self, search: list[str], replace: list[str], exc: MatchError) -> None:
         """Re-raise a failed match with the likeliest reason."""

@@ -186,3 +186,16 @@ def test_fence_wrapped_empty_search_creates_a_file(tmp_path):
     prop = build_proposal(ws, [edit])
     apply_proposal(ws, prop, {h.id for h in prop.hunks}, commit=False)
     assert (tmp_path / "new.py").read_text() == "X = 1\n" and not prop.errors
+
+
+def test_diff_hunk_with_a_typo_in_short_context_is_placed_at_its_at_at_number():
+    body = '"""Doc."""\n\nfrom __future__ import annotations\n\nimport os\n'
+    old = '"""Doc."""\n\nfrom __future__ import annotatinos\n\n'
+    new = '"""Doc."""  # noqa\n\nfrom __future__ import annotatinos\n\n'
+    got = _apply(body, _sr(old, new, "udiff", 1))
+    assert got == body.replace('"""Doc."""', '"""Doc."""  # noqa')  # the typo never written
+    with pytest.raises(MatchError):  # a number that names no such place: nothing to go by
+        _apply(body, _sr(old, new, "udiff", 3))
+    with pytest.raises(MatchError):  # a weak match never changes a line beside a mismatch
+        _apply(body, _sr(old, '"""Doc."""\n\nfrom __future__ import annotatinos\nX = 1\n\n',
+                         "udiff", 1))
