@@ -233,7 +233,17 @@ class IndexService:
             return None
         self.repo_map.install(graph=graph, progress=(sources, sources, True))
         self._update(map_done=sources, map_total=sources, map_complete=True)
+        self._warm_ranks()
         return key
+
+    def _warm_ranks(self) -> None:
+        """Rank the fresh graph once with no focus, here in the background: the first
+        request then warm-starts PageRank from it instead of from scratch (~0.5 s on a
+        20,000-file graph)."""
+        try:
+            self.repo_map.prefetch()
+        except Exception as exc:  # noqa: BLE001 -- an optimisation; the request ranks anyway
+            self._note(f"warming the repo map's ranks failed: {exc}")
 
     def _read(self, conn: Connection) -> None:
         while True:
@@ -250,6 +260,8 @@ class IndexService:
                 _, graph, done, total, complete = msg
                 self.repo_map.install(graph=graph, progress=(done, total, complete))
                 self._update(map_done=done, map_total=total, map_complete=complete)
+                if complete and graph is not None:
+                    self._warm_ranks()
             elif kind == "dups":
                 _, done, total, complete = msg
                 self._update(dups_done=done, dups_total=total, dups_complete=complete)
