@@ -119,7 +119,7 @@ class AnswerRun:
         self.prompt = prompt
         self.profile = profile
         self.text = ""
-        self.parser = StreamingParser()
+        self.parser = self._new_parser()
         self.edits: list[Edit] = []
         self.proposal: Proposal | None = None
         # re-diffs only files whose edits changed
@@ -142,6 +142,12 @@ class AnswerRun:
         self.usage: dict | None = None
         self.timing: dict | None = None  # the done frame's timing (predicted, calibrated)
         self.parse_errors_before_steer: list = []
+
+    def _new_parser(self) -> StreamingParser:
+        """A parser that knows the tree, so a bare `Makefile`, an `app/[id]/page.tsx` route or a
+        doubled folder resolve to files that exist (a stream-only lane has no tree)."""
+        ws = self._workspace
+        return StreamingParser(exists=ws.exists if ws is not None else None)
 
     @property
     def workspace(self) -> Workspace:
@@ -175,7 +181,7 @@ class AnswerRun:
         afresh; the redirect is kept for the transcript and the record.
         """
         self.parse_errors_before_steer = self.parse_errors
-        self.parser = StreamingParser()
+        self.parser = self._new_parser()
         self.redirects.append(redirect)
 
     @property

@@ -1,0 +1,35 @@
+"""An answer in the app reads paths the way `spark apply` does: with the tree, so names
+that only make sense as files of this project (a bare `runme` script) resolve."""
+
+from __future__ import annotations
+
+from core.answer import AnswerRun
+from core.workspace.files import Workspace
+
+ANSWER = """runme
+```
+<<<<<<< SEARCH
+run:
+\techo old
+=======
+run:
+\techo new
+>>>>>>> REPLACE
+```
+"""
+
+
+def _paths(run: AnswerRun) -> list[str]:
+    run.feed(ANSWER, 40)
+    run.finish("stop")
+    return [e.path for e in run.edits]
+
+
+def test_a_bare_file_name_of_the_tree_is_a_path(tmp_path):
+    (tmp_path / "runme").write_text("run:\n\techo old\n")
+    assert _paths(AnswerRun(Workspace(tmp_path), "p", "spark")) == ["runme"]
+
+
+def test_without_the_file_the_bare_name_is_not_taken(tmp_path):
+    (tmp_path / "other.txt").write_text("x\n")
+    assert "runme" not in _paths(AnswerRun(Workspace(tmp_path), "p", "spark"))
