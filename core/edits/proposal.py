@@ -49,9 +49,22 @@ class FileProposal:
     # why writing this file needs a second key (apply_proposal(force=True), `spark
     # apply --force`): a whole-file block that removes most of an existing file
     deletion_heavy: str | None = None
+    # the file's final newline as a diff's `\\ No newline at end of file` decided it,
+    # when that differs from the file's own (None: the file keeps its own)
+    final_newline: bool | None = None
 
     def result_text(self, accepted: set[str] | None = None) -> str:
         return apply_hunks(self.old_text, self.hunks, accepted)
+
+    def final_newline_for(self, accepted: set[str]) -> bool | None:
+        """The final newline to write for this subset: the edit's decision only when the
+        hunk that reaches the end of the file is accepted, else the file's own."""
+        if self.final_newline is None or not self.hunks:
+            return None
+        end = len(self.old_text.splitlines())
+        last = max(self.hunks, key=lambda h: h.old_start + len(h.old_lines))
+        reaches_end = last.old_start - 1 + len(last.old_lines) >= end
+        return self.final_newline if reaches_end and last.id in accepted else None
 
     def check(self, ws: Workspace) -> str:
         """"fresh" (file unchanged), "rebased" (changed, every hunk still places) or
@@ -511,7 +524,9 @@ def _build_file(rel: str, old: str, fp: str, exists: bool, edits: list[Edit],
         return None, skipped
     hunks = make_hunks_tracked(rel, old, new, ed.origin)
     heavy = deletion_heavy(old, new, hunks) if whole and exists else None
-    return FileProposal(rel, old, new, hunks, not exists, fp, heavy), skipped
+    own_final = old.endswith("\n") if old else True
+    decided = ed.final_newline if ed.final_newline != own_final else None
+    return FileProposal(rel, old, new, hunks, not exists, fp, heavy, decided), skipped
 
 
 class ProposalBuilder:
@@ -644,7 +659,8 @@ def apply_proposal(ws: Workspace, proposal: Proposal, accepted: set[str], *,
                     raise WorkspaceError(f"{fp.path}: {exc}; refused") from None
             if fp.is_new and not new_text:
                 continue
-            records.append(prepare(ws, fp.path, new_text))
+            records.append(prepare(ws, fp.path, new_text,
+                                   final_newline=fp.final_newline_for(ids)))
             chosen.extend(sorted(ids))
         except WorkspaceError as exc:
             refused.append(EditError(fp.path, str(exc)))
