@@ -11,10 +11,17 @@ from __future__ import annotations
 
 import ast
 import difflib
+import threading
+from collections import OrderedDict
 from dataclasses import asdict, dataclass, field, replace
 
-from core.detectors.ruff_rules import RawFinding, RuffUnavailable, run_ruff
-from core.detectors.slop_rules import OWN_RULES, comprehension_fix
+from core.detectors.ruff_rules import RawFinding, RuffUnavailable, ruff_binary, run_ruff
+from core.detectors.slop_rules import (
+    comprehension_fix,
+    own_findings,
+    statement_lines,
+    top_statement,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,11 +96,14 @@ def line_changes(old_text: str, new_text: str) -> tuple[int, int]:
     return added, removed
 
 
-def _with_comprehension_fix(f: RawFinding, text: str, tree: ast.Module | None) -> RawFinding:
+def _with_comprehension_fix(
+    f: RawFinding, text: str, tree: ast.Module | None, scoped: bool = True
+) -> RawFinding:
     """Ruff finds loops that only append but offers no fix for them; we write one."""
     if f.rule_id != "PERF401" or f.fix is not None:
         return f
-    fix = comprehension_fix(text, tree, f.line)
+    top = top_statement(tree, f.line) if scoped and tree is not None else None
+    fix = comprehension_fix(text, tree, f.line, top)
     if fix is None:
         return f
     replacement, start, end = fix
@@ -101,11 +111,18 @@ def _with_comprehension_fix(f: RawFinding, text: str, tree: ast.Module | None) -
     return replace(f, fix=replacement, fix_start=start, fix_end=end, fix_safe=False)
 
 
-def _has_comment(text: str, first: int, last: int) -> bool:
-    """Whether lines first..last (1-based) carry a comment (tokenized, not a '#' in a string)."""
+def _has_comment(text: str, first: int, last: int, start: int = 1) -> bool:
+    """Whether lines first..last (1-based) carry a comment (tokenized, not a '#' in a string).
+
+    Tokenizing begins at line `start`, which must be where no bracket or string is open
+    (the file's start or a top-level statement's first line).
+    """
     import io
     import tokenize
 
+    if start > 1:
+        text = "\n".join(text.split("\n")[start - 1 :])
+        first, last = first - start + 1, last - start + 1
     try:
         for tok in tokenize.generate_tokens(io.StringIO(text).readline):
             if tok.start[0] > last:
@@ -121,36 +138,85 @@ def _is_python(path: str) -> bool:
     return path.endswith((".py", ".pyi")) or not path
 
 
-def analyze_change(path: str, old_text: str, new_text: str) -> SlopReport:
+_RUFF_LOCK = threading.Lock()
+_RUFF_CACHE: OrderedDict[tuple[str, str], list[RawFinding] | str] = OrderedDict()
+_REPORTS: OrderedDict[tuple[str, str, frozenset[int]], SlopReport] = OrderedDict()
+_CACHE_SIZE = 32
+
+
+def _remember(cache: OrderedDict, key: object, value: object) -> None:
+    with _RUFF_LOCK:
+        cache[key] = value
+        while len(cache) > _CACHE_SIZE:
+            cache.popitem(last=False)
+
+
+def _ruff_findings(path: str, text: str) -> list[RawFinding]:
+    """run_ruff, remembered by (path, text): a rebuild that leaves a file's text as it
+    was (another file changed, the duplicate index came up) costs no ruff process."""
+    key = (path, text)
+    with _RUFF_LOCK:
+        hit = _RUFF_CACHE.get(key)
+        ruff_binary()  # locate ruff once, under the lock: its first lookup is not thread-safe
+    if hit is None:
+        try:
+            hit = run_ruff(path, text)
+        except RuffUnavailable as exc:
+            hit = str(exc)
+        _remember(_RUFF_CACHE, key, hit)
+    if isinstance(hit, str):
+        raise RuffUnavailable(hit)
+    return hit
+
+
+def analyze_change(
+    path: str, old_text: str, new_text: str, added: set[int] | None = None
+) -> SlopReport:
     """Slop that an edit of `path` from `old_text` to `new_text` adds.
 
     Only findings whose lines overlap an added line are kept. Non-Python files get
-    no findings (their added lines still count, for the session's growth).
+    no findings (their added lines still count, for the session's growth). `added`,
+    the 1-based numbers of the added lines of `new_text`, spares a line diff of the
+    two texts when the caller knows them (its hunks); our rules then look only at the
+    statements holding those lines.
     """
-    added = added_line_numbers(old_text, new_text)
+    if added is None:
+        added = added_line_numbers(old_text, new_text)
+    key = (path, new_text, frozenset(added))
+    with _RUFF_LOCK:
+        done = _REPORTS.get(key)
+    if done is None:
+        done = _analyze(path, new_text, set(added), scoped=True)
+        _remember(_REPORTS, key, done)
+    return SlopReport(done.path, list(done.findings), done.added_lines, list(done.errors))
+
+
+def _analyze(path: str, new_text: str, added: set[int], scoped: bool) -> SlopReport:
+    """The report for lines `added` of `new_text`; `scoped=False` runs every rule over
+    the whole file (the reference the scoped run must equal)."""
     report = SlopReport(path=path, findings=[], added_lines=len(added))
     if not added or not _is_python(path):
         return report
     raw: list[RawFinding] = []
     try:
-        raw += run_ruff(path, new_text)
+        raw += _ruff_findings(path, new_text)
     except RuffUnavailable as exc:
         report.errors.append(str(exc))
     try:
         tree: ast.Module | None = ast.parse(new_text)
     except (SyntaxError, ValueError, RecursionError):
         tree = None
-    for rule in OWN_RULES:
-        raw += rule(new_text, tree)
-    raw = [_with_comprehension_fix(f, new_text, tree) for f in raw]
+    raw += own_findings(new_text, tree, added if scoped else None)
     seen: set[tuple[str, int]] = set()
     for f in sorted(raw, key=lambda r: (r.line, r.rule_id)):
         if (f.rule_id, f.line) in seen:
             continue
         if not any(n in added for n in range(f.line, max(f.end_line, f.line) + 1)):
             continue
-        if f.rule_id == "S110" and _has_comment(new_text, f.line, f.end_line):
+        if f.rule_id == "S110" and _has_comment(new_text, f.line, f.end_line,
+                                                 _tokenize_from(tree, f.line, scoped)):
             continue  # a commented `except: pass` is a deliberate, documented swallow
+        f = _with_comprehension_fix(f, new_text, tree, scoped)
         seen.add((f.rule_id, f.line))
         report.findings.append(
             SlopFinding(
@@ -160,6 +226,12 @@ def analyze_change(path: str, old_text: str, new_text: str) -> SlopReport:
             )
         )
     return report
+
+
+def _tokenize_from(tree: ast.Module | None, line: int, scoped: bool) -> int:
+    """Where to start tokenizing to see `line`'s comments: its top-level statement."""
+    top = top_statement(tree, line) if scoped and tree is not None else None
+    return statement_lines(top)[0] if top is not None else 1
 
 
 @dataclass

@@ -8,10 +8,13 @@ project's own tree is the test), because a detector that cries wolf gets ignored
 from __future__ import annotations
 
 import ast
+import bisect
 import io
+import itertools
 import re
 import tokenize
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 
 from core.detectors.ruff_rules import RawFinding
 
@@ -73,27 +76,45 @@ def _stem(word: str) -> str:
     return word
 
 
-def restating_comments(text: str, tree: ast.Module | None) -> Iterator[RawFinding]:
-    """SLOP001: a whole-line comment whose every content word is in the next code line."""
-    lines = text.split("\n")
-    try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
-    except (tokenize.TokenError, SyntaxError, IndentationError):
-        return
+def _comment_rows(text: str, first_row: int = 1) -> list[tuple[int, str]]:
+    """(row, comment) of each comment outside brackets, rows counted from `first_row`.
+
+    `text` must begin where the tokenizer's bracket depth is 0 (a file, or the first line
+    of a statement or of a comment line): then its comments are those of the whole file.
+    Raises tokenize.TokenError / SyntaxError when the text does not tokenize.
+    """
+    out: list[tuple[int, str]] = []
     depth = 0
-    for tok in tokens:
+    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
         if tok.type == tokenize.OP and tok.string in "([{":
             depth += 1
         elif tok.type == tokenize.OP and tok.string in ")]}":
             depth = max(0, depth - 1)
-        if tok.type != tokenize.COMMENT or depth:
-            continue  # comments inside brackets label data, they do not narrate code
-        row = tok.start[0]
-        if lines[row - 1].strip() != tok.string.strip():
+        if tok.type == tokenize.COMMENT and not depth:
+            out.append((tok.start[0] + first_row - 1, tok.string))
+    return out
+
+
+def restating_comments(text: str, tree: ast.Module | None) -> Iterator[RawFinding]:
+    """SLOP001: a whole-line comment whose every content word is in the next code line."""
+    try:
+        comments = _comment_rows(text)
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return
+    yield from _restating(text.split("\n"), comments)
+
+
+def _restating(lines: list[str], comments: list[tuple[int, str]]) -> Iterator[RawFinding]:
+    """SLOP001 for the given comments, `lines` being the whole file's.
+
+    Comments inside brackets are never given: they label data, they do not narrate code.
+    """
+    for row, comment in comments:
+        if lines[row - 1].strip() != comment.strip():
             continue  # inline comments explain the line they sit on; leave them
         if row > 1 and lines[row - 2].strip().startswith("#"):
             continue  # part of a comment paragraph: prose, not a paraphrase
-        body = tok.string.lstrip("#").strip()
+        body = comment.lstrip("#").strip()
         if not body or body.startswith(("!", "type:", "noqa", "fmt:", "pragma", "TODO", "-")):
             continue
         if any(c in body for c in "`'\"()[]:=<>/%") or len(body.split()) > 8:
@@ -114,7 +135,7 @@ def restating_comments(text: str, tree: ast.Module | None) -> Iterator[RawFindin
         narrates = len(content) >= 3 or any(w in actions for w in content)
         if narrates and all(w in names or w in actions for w in content):
             yield RawFinding(
-                "SLOP001", row, row, f"comment restates the code: {tok.string.strip()!r}",
+                "SLOP001", row, row, f"comment restates the code: {comment.strip()!r}",
                 EXPLAIN["SLOP001"], fix="", fix_start=row, fix_end=row, fix_safe=True,
             )
 
@@ -272,15 +293,28 @@ def deep_nesting(text: str, tree: ast.Module | None) -> Iterator[RawFinding]:
 
 
 def _string_lines(tree: ast.Module | None) -> set[int]:
-    """Lines inside multi-line string literals (docstrings repeat by design)."""
+    """Lines inside multi-line string literals (docstrings repeat by design).
+
+    A node on one line holds no multi-line string, so the walk skips one-line nodes
+    (most statements): the same rows as visiting every node, at a fraction of the cost.
+    Decorators sit above their def's first line and f-string parts may carry odd
+    positions, so those parents are always entered.
+    """
     rows: set[int] = set()
     if tree is None:
         return rows
-    for node in ast.walk(tree):
-        if not isinstance(node, (ast.Constant, ast.JoinedStr)):
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        start, end = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
+        if isinstance(node, (ast.Constant, ast.JoinedStr)):
+            if end and start is not None and end > start:
+                rows.update(range(start, end + 1))
+            if isinstance(node, ast.Constant):
+                continue
+        elif start is not None and end == start and not getattr(node, "decorator_list", None):
             continue
-        if node.end_lineno and node.end_lineno > node.lineno:
-            rows.update(range(node.lineno, node.end_lineno + 1))
+        stack.extend(ast.iter_child_nodes(node))
     return rows
 
 
@@ -372,6 +406,141 @@ OWN_RULES = (
     repeated_literals,
 )
 
+Rule = Callable[[str, "ast.Module | None"], Iterable[RawFinding]]
+
+
+def statement_lines(node: ast.stmt) -> tuple[int, int]:
+    """First and last line of a statement, its decorators included."""
+    first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+    return first, node.end_lineno or node.lineno
+
+
+@dataclass
+class Scope:
+    """The part of a parsed file that can hold findings on the added lines.
+
+    `statements` are the top-level statements (or, inside a class whose header is not
+    edited, the class's own statements, recursively) that overlap an added line;
+    `regions` their merged line spans plus each added line outside all of them (a
+    blank or comment line between statements). Every region starts where the
+    tokenizer has no open bracket or string, so tokenizing a region alone gives the
+    whole file's tokens there.
+    """
+
+    added: set[int]
+    statements: list[ast.stmt] = field(default_factory=list)
+    regions: list[tuple[int, int]] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, tree: ast.Module, added: set[int]) -> Scope:
+        scope = cls(added=added)
+        rows = sorted(added)
+        spans: list[tuple[int, int]] = []
+
+        def touches(first: int, last: int) -> bool:
+            i = bisect.bisect_left(rows, first)
+            return i < len(rows) and rows[i] <= last
+
+        def select(body: list[ast.stmt]) -> None:
+            for node in body:
+                first, last = statement_lines(node)
+                if not touches(first, last):
+                    continue
+                if isinstance(node, ast.ClassDef) and node.body:
+                    body_first = statement_lines(node.body[0])[0]
+                    if body_first > node.lineno and not touches(first, body_first - 1):
+                        select(node.body)  # only the class's statements are edited
+                        continue
+                scope.statements.append(node)
+                spans.append((first, last))
+
+        select(tree.body)
+        inside = {row for first, last in spans for row in rows[bisect.bisect_left(rows, first):
+                                                                 bisect.bisect_right(rows, last)]}
+        spans += [(row, row) for row in rows if row not in inside]
+        for first, last in sorted(spans):
+            if scope.regions and first <= scope.regions[-1][1] + 1:
+                scope.regions[-1] = (scope.regions[-1][0], max(last, scope.regions[-1][1]))
+            else:
+                scope.regions.append((first, last))
+        return scope
+
+    def touches(self, first: int, last: int) -> bool:
+        return any(row in self.added for row in range(first, last + 1))
+
+    def module(self) -> ast.Module:
+        """The scope's statements as a module: a rule walking it sees them in file order."""
+        return ast.Module(body=self.statements, type_ignores=[])
+
+
+def _restating_in(text: str, tree: ast.Module, scope: Scope) -> Iterable[RawFinding]:
+    lines = text.split("\n")
+    comments: list[tuple[int, str]] = []
+    try:
+        for first, last in scope.regions:
+            chunk = "\n".join(lines[first - 1 : last]) + "\n"
+            comments += _comment_rows(chunk, first)
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return list(restating_comments(text, tree))  # a region that does not stand alone
+    return _restating(lines, comments)
+
+
+def _literals_in(text: str, tree: ast.Module, scope: Scope) -> Iterable[RawFinding]:
+    """SLOP006 compares each literal with every one before it in the file: run it over
+    the whole file, but only when an added line holds a literal it could report."""
+    for node in ast.walk(scope.module()):
+        if (isinstance(node, ast.expr) and _constant_display(node)
+                and scope.touches(node.lineno, node.end_lineno or node.lineno)):
+            return list(repeated_literals(text, tree))
+    return []
+
+
+def _on_statements(rule: Rule) -> Callable[[str, ast.Module, Scope], Iterable[RawFinding]]:
+    """A rule that looks at one function at a time: run it on the scope's statements."""
+    return lambda text, tree, scope: rule(text, scope.module())
+
+
+# How each rule runs on a scope; a rule not listed here runs on the whole file.
+# repeated_blocks stays whole-file: a block repeats one anywhere before it (it is a
+# cheap line scan).
+_SCOPED: dict[Rule, Callable[[str, ast.Module, Scope], Iterable[RawFinding]]] = {
+    restating_comments: _restating_in,
+    len_comparisons: _on_statements(len_comparisons),
+    long_functions: _on_statements(long_functions),
+    deep_nesting: _on_statements(deep_nesting),
+    repeated_literals: _literals_in,
+}
+
+
+def own_findings(
+    text: str, tree: ast.Module | None, added: set[int] | None = None
+) -> list[RawFinding]:
+    """OWN_RULES' findings; with `added`, only on the statements touching those lines.
+
+    Scoped, the result holds every finding of the whole-file run that touches an added
+    line, identical and in the same relative order (tests/core/detectors/
+    test_slop_scope.py checks it on real files), at the cost of the edited statements
+    instead of the file. A file that does not parse, or whose line ends ast and
+    str.split disagree on (a lone '\r'), gets the whole-file run.
+    """
+    if added is None or tree is None or text.count("\r") != text.count("\r\n"):
+        return [f for rule in OWN_RULES for f in rule(text, tree)]
+    scope = Scope.of(tree, added)
+    out: list[RawFinding] = []
+    for rule in OWN_RULES:
+        scoped = _SCOPED.get(rule)
+        out += rule(text, tree) if scoped is None else scoped(text, tree, scope)
+    return out
+
+
+def top_statement(tree: ast.Module, line: int) -> ast.stmt | None:
+    """The top-level statement holding `line` (decorators included), if any."""
+    for node in tree.body:
+        first, last = statement_lines(node)
+        if first <= line <= last:
+            return node
+    return None
+
 
 def _append_target(stmt: ast.stmt) -> tuple[str, ast.expr] | None:
     """(list name, appended value) when `stmt` is `name.append(value)`."""
@@ -390,19 +559,25 @@ def _append_target(stmt: ast.stmt) -> tuple[str, ast.expr] | None:
     return None
 
 
-def comprehension_fix(text: str, tree: ast.Module | None, line: int) -> tuple[str, int, int] | None:
+def comprehension_fix(
+    text: str, tree: ast.Module | None, line: int, top: ast.stmt | None = None
+) -> tuple[str, int, int] | None:
     """A list comprehension replacing `x = []` + a loop that only appends to x.
 
     Handles the common shape: the empty list assigned right before the loop, a loop
     body that is one `x.append(v)`, optionally inside one `if` without `else`. Returns
     (replacement text, first line, last line) or None when the shape is anything else.
+    `top`, the top-level statement holding `line`, spares walking the rest of the file.
     """
     if tree is None:
         return None
     lines = text.split("\n")
-    for parent in ast.walk(tree):
-        for field in ("body", "orelse", "finalbody"):
-            body = getattr(parent, field, None)
+    parents: Iterable[ast.AST] = ast.walk(tree)
+    if top is not None:  # the loop's parent is the module or inside its top statement
+        parents = itertools.chain([tree], ast.walk(top))
+    for parent in parents:
+        for name in ("body", "orelse", "finalbody"):
+            body = getattr(parent, name, None)
             if not isinstance(body, list):
                 continue
             for i, loop in enumerate(body):

@@ -1,0 +1,203 @@
+"""The scoped slop run (rules on the edited statements only) equals the whole-file run.
+
+`analyze_change(..., added=...)` runs our rules only on the top-level statements (or a
+class's statements) that hold an added line. Its findings must be exactly those of the
+whole-file run restricted to the added lines: checked on real Python files of the
+installed site-packages with random added-line sets.
+"""
+
+from __future__ import annotations
+
+import ast
+import sysconfig
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from core.detectors import slop, slop_rules
+
+
+@lru_cache(maxsize=1)
+def _site_files() -> list[Path]:
+    """Real Python modules of the installed packages, up to 1,500 lines (test time)."""
+    root = Path(sysconfig.get_paths()["purelib"])
+    files = []
+    for path in sorted(root.rglob("*.py")):
+        try:
+            size = path.stat().st_size
+        except OSError:
+            continue
+        if 2_000 <= size <= 60_000:
+            files.append(path)
+    return files
+
+
+@lru_cache(maxsize=64)
+def _text(path: Path) -> str:
+    return path.read_text(encoding="utf-8", errors="replace")
+
+
+def _real_file(data: st.DataObject) -> tuple[str, str]:
+    files = _site_files()
+    if not files:
+        pytest.skip("no site-packages Python files to test on")
+    path = data.draw(st.sampled_from(files), label="file")
+    return path.name, _text(path)
+
+
+def _added_lines(data: st.DataObject, n_lines: int) -> set[int]:
+    """Scattered lines, a few contiguous runs (hunks), or both."""
+    rows = st.integers(min_value=1, max_value=max(1, n_lines))
+    added = set(data.draw(st.lists(rows, max_size=6), label="scattered"))
+    for start, length in data.draw(
+        st.lists(st.tuples(rows, st.integers(min_value=1, max_value=40)), max_size=4), label="runs"
+    ):
+        added.update(range(start, min(start + length, n_lines + 1)))
+    return added
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.data())
+def test_scoped_run_equals_whole_file_run_on_real_files(data: st.DataObject) -> None:
+    name, text = _real_file(data)
+    added = _added_lines(data, text.count("\n") + 1)
+    scoped = slop._analyze(name, text, set(added), scoped=True)
+    whole = slop._analyze(name, text, set(added), scoped=False)
+    assert scoped.findings == whole.findings
+    assert scoped.errors == whole.errors and scoped.added_lines == whole.added_lines
+
+
+def _string_lines_naive(tree: ast.Module) -> set[int]:
+    """The walk `_string_lines` replaced: every node visited."""
+    rows: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Constant, ast.JoinedStr)) and node.end_lineno and node.end_lineno > node.lineno:
+            rows.update(range(node.lineno, node.end_lineno + 1))
+    return rows
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_pruned_string_walk_finds_every_multiline_string(data: st.DataObject) -> None:
+    _, text = _real_file(data)
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return
+    assert slop_rules._string_lines(tree) == _string_lines_naive(tree)
+
+
+CLASSY = '''\
+import os
+
+
+class Store:
+    """Keeps things."""
+
+    # the cache of names
+    names = ("alpha", "beta", "gamma", "delta")
+
+    def load(self, items: list) -> list:
+        out = []
+        for item in items:
+            out.append(item.strip())
+        if len(items) == 0:
+            return []
+        return out
+
+    def save(self, items: list) -> None:
+        try:
+            os.remove("x")
+        except Exception:
+            pass  # gone already
+        try:
+            os.remove("y")
+        except Exception:
+            pass
+        for a in items:
+            for b in a:
+                for c in b:
+                    for d in c:
+                        if d:
+                            print(d)
+        kinds = ("alpha", "beta", "gamma", "delta")
+        print(kinds)
+
+    # the end of the class
+
+
+# define the store tags
+def tags(store: Store) -> tuple:
+    # return the store names
+    return store.names
+
+
+def kinds() -> tuple:
+    return ("alpha", "beta", "gamma", "delta")
+'''
+N = CLASSY.count("\n")
+
+
+def row(text: str, nth: int = 0) -> int:
+    """The line number of the nth line of CLASSY holding `text`."""
+    return [i for i, line in enumerate(CLASSY.split("\n"), 1) if text in line][nth]
+
+
+@pytest.mark.parametrize("added", [
+    lambda: {row("out.append")}, lambda: {row("len(items)")}, lambda: set(range(row("for a in"), row("print(d)") + 1)),
+    lambda: {row("kinds = (")}, lambda: {row("return (")}, lambda: {row("# return the")},
+    lambda: {row("# the end")}, lambda: {row("# define the")}, lambda: {row("# the cache")}, lambda: {row("names = (")},
+    lambda: {row("class Store")}, lambda: {row("def save")}, lambda: {row("pass", 1)}, lambda: {row("pass", 0)},
+    lambda: set(range(1, N + 1)),
+])
+def test_scoped_run_equals_whole_file_run_on_a_class(added) -> None:
+    lines = added()
+    scoped = slop._analyze("store.py", CLASSY, set(lines), scoped=True)
+    whole = slop._analyze("store.py", CLASSY, set(lines), scoped=False)
+    assert scoped.findings == whole.findings
+
+
+def test_the_class_fixture_has_findings_to_compare() -> None:
+    rules = {f.rule_id for f in slop._analyze("store.py", CLASSY, set(range(1, N + 1)), scoped=False).findings}
+    assert {"PERF401", "SLOP002", "SLOP004", "SLOP006", "SLOP001", "S110"} <= rules, rules
+
+
+def test_scope_keeps_only_the_edited_method() -> None:
+    tree = ast.parse(CLASSY)
+    scope = slop_rules.Scope.of(tree, {row("out.append"), row("# the end")})
+    assert [getattr(s, "name", None) for s in scope.statements] == ["load"]
+    assert scope.regions == [(row("def load"), row("return out")), (row("# the end"), row("# the end"))]
+    header = slop_rules.Scope.of(tree, {row("class Store"), row("out.append")})  # the class line: all of it
+    assert [getattr(s, "name", None) for s in header.statements] == ["Store"]
+
+
+def test_known_added_lines_skip_the_line_diff(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_diff(old: str, new: str) -> set[int]:
+        raise AssertionError("the caller gave the added lines: no diff needed")
+
+    monkeypatch.setattr(slop, "added_line_numbers", no_diff)
+    report = slop.analyze_change("store.py", "", CLASSY, added={row("out.append"), row("return out")})
+    assert [f.rule_id for f in report.findings] == ["PERF401"]
+    assert report.added_lines == 2
+
+
+def test_ruff_runs_once_per_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+    real = slop.run_ruff
+
+    def counting(path: str, text: str, timeout: float = 30.0) -> list:
+        calls.append(path)
+        return real(path, text, timeout)
+
+    monkeypatch.setattr(slop, "run_ruff", counting)
+    text = CLASSY + "\n\nUNIQUE_TO_THIS_TEST = 1\n"
+    first = slop.analyze_change("once.py", "", text, added={row("out.append")})
+    again = slop.analyze_change("once.py", "", text, added={row("out.append"), row("len(items)")})
+    assert len(calls) == 1
+    assert {f.rule_id for f in first.findings} <= {f.rule_id for f in again.findings}
+    slop.analyze_change("once.py", "", text + "X = 2\n", added={row("out.append")})
+    assert len(calls) == 2  # new text: ruff again
