@@ -415,7 +415,9 @@ class Workstation:
             from core.detectors.slop import analyze_change
         except ImportError:
             return
-        report = analyze_change(fp.path, fp.old_text, fp.new_text)
+        # the hunks' lines are the added lines: no line diff of the whole file (slop owner)
+        report = analyze_change(fp.path, fp.old_text, fp.new_text,
+                                added={start + i for _, start, count in ranges for i in range(count)})
         for finding in report.findings:
             review.findings.append(Finding(
                 "info", "slop", f"{fp.path}:{finding.line} {finding.rule_id} {finding.message}",
