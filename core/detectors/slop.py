@@ -13,6 +13,7 @@ import ast
 import difflib
 import threading
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 
 from core.detectors.ruff_rules import RawFinding, RuffUnavailable, ruff_binary, run_ruff
@@ -169,6 +170,10 @@ def _ruff_findings(path: str, text: str) -> list[RawFinding]:
     return hit
 
 
+# ruff is a process: it runs while this thread parses and runs our rules
+_RUFF_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="slop-ruff")
+
+
 def analyze_change(
     path: str, old_text: str, new_text: str, added: set[int] | None = None
 ) -> SlopReport:
@@ -197,16 +202,18 @@ def _analyze(path: str, new_text: str, added: set[int], scoped: bool) -> SlopRep
     report = SlopReport(path=path, findings=[], added_lines=len(added))
     if not added or not _is_python(path):
         return report
-    raw: list[RawFinding] = []
-    try:
-        raw += _ruff_findings(path, new_text)
-    except RuffUnavailable as exc:
-        report.errors.append(str(exc))
+    ruff = _RUFF_POOL.submit(_ruff_findings, path, new_text)
     try:
         tree: ast.Module | None = ast.parse(new_text)
     except (SyntaxError, ValueError, RecursionError):
         tree = None
-    raw += own_findings(new_text, tree, added if scoped else None)
+    own = own_findings(new_text, tree, added if scoped else None)
+    raw: list[RawFinding] = []
+    try:
+        raw += ruff.result()
+    except RuffUnavailable as exc:
+        report.errors.append(str(exc))
+    raw += own
     seen: set[tuple[str, int]] = set()
     for f in sorted(raw, key=lambda r: (r.line, r.rule_id)):
         if (f.rule_id, f.line) in seen:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import functools
 import io
 import itertools
 import re
@@ -292,8 +293,37 @@ def deep_nesting(text: str, tree: ast.Module | None) -> Iterator[RawFinding]:
             yield from walk(func, 0)
 
 
-def _string_lines(tree: ast.Module | None) -> set[int]:
+def _string_lines(tree: ast.Module | None, lines: list[str] | None = None) -> set[int]:
     """Lines inside multi-line string literals (docstrings repeat by design).
+
+    With the file's `lines`, each top-level statement's rows are remembered by its text
+    (and column): a file rebuilt after an edit walks only the statements that changed.
+    """
+    rows: set[int] = set()
+    if tree is None:
+        return rows
+    if lines is None:
+        return _string_rows(tree)
+    for node in tree.body:
+        first, last = statement_lines(node)
+        if first == last:
+            continue  # one line holds no multi-line string
+        key = ("\n".join(lines[first - 1 : last]), node.col_offset)
+        relative = _STRING_ROWS.get(key)
+        if relative is None:
+            relative = tuple(row - first for row in _string_rows(node))
+            if len(_STRING_ROWS) > 50_000:
+                _STRING_ROWS.clear()
+            _STRING_ROWS[key] = relative
+        rows.update(first + r for r in relative)
+    return rows
+
+
+_STRING_ROWS: dict[tuple[str, int], tuple[int, ...]] = {}
+
+
+def _string_rows(tree: ast.AST) -> set[int]:
+    """Rows of the multi-line strings under `tree`.
 
     A node on one line holds no multi-line string, so the walk skips one-line nodes
     (most statements): the same rows as visiting every node, at a fraction of the cost.
@@ -301,8 +331,6 @@ def _string_lines(tree: ast.Module | None) -> set[int]:
     positions, so those parents are always entered.
     """
     rows: set[int] = set()
-    if tree is None:
-        return rows
     stack: list[ast.AST] = [tree]
     while stack:
         node = stack.pop()
@@ -318,6 +346,7 @@ def _string_lines(tree: ast.Module | None) -> set[int]:
     return rows
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _substantial(line: str) -> bool:
     s = line.strip()
     return len(re.sub(r"\W", "", s)) >= 8 and not s.startswith(("#", "@", "def ", "class "))
@@ -326,7 +355,9 @@ def _substantial(line: str) -> bool:
 def repeated_blocks(text: str, tree: ast.Module | None) -> Iterator[RawFinding]:
     """SLOP005: the same run of REPEATED_BLOCK_LINES substantial code lines seen earlier."""
     lines = text.split("\n")
-    strings = _string_lines(tree)
+    # the statements' rows are remembered by their lines, which a lone '\r' makes differ
+    # from the parser's
+    strings = _string_lines(tree, lines if text.count("\r") == text.count("\r\n") else None)
     rows = [i for i, line in enumerate(lines) if _substantial(line) and i + 1 not in strings]
     keys = [lines[i].strip() for i in rows]
     seen: dict[tuple[str, ...], int] = {}

@@ -88,7 +88,12 @@ def test_pruned_string_walk_finds_every_multiline_string(data: st.DataObject) ->
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return
-    assert slop_rules._string_lines(tree) == _string_lines_naive(tree)
+    naive = _string_lines_naive(tree)
+    assert slop_rules._string_lines(tree) == naive
+    lines = text.split("\n")
+    if text.count("\r") == text.count("\r\n"):
+        assert slop_rules._string_lines(tree, lines) == naive  # statements' rows remembered
+        assert slop_rules._string_lines(tree, lines) == naive  # ... and reused
 
 
 CLASSY = '''\
