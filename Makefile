@@ -25,7 +25,7 @@ run: $(STAMP)
 	@dir=$$(mktemp -d -t spark-demo-XXXXXX) && echo "demo project folder: $$dir" && \
 	  $(BIN)/spark demo --dir "$$dir"; echo "the demo project is in $$dir"
 
-test: $(STAMP) tools
+test: $(STAMP) tools typecheck
 	$(BIN)/python -m pytest -n 2 --dist loadgroup
 
 # types of core/, tui/ and hwmodel/ (settings in pyproject's [tool.mypy])
