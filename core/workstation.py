@@ -8,6 +8,8 @@ Heavy calls (index build, review, write, undo) run in worker threads.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,12 +17,18 @@ from typing import TYPE_CHECKING, Any
 from core.answer import AnswerRun, HunkState
 from core.edits.hunks import Hunk
 from core.edits.proposal import ApplyResult, FileProposal
+from core.errors import SparkError
 from core.review import AcceptCheck, AcceptPolicy, Finding, Review, Verdict
 from core.workspace.files import Workspace
 
 if TYPE_CHECKING:
     from core.context.prompt import ContextReport
     from core.detectors.growth import GrowthMeter
+
+
+class ReviewSuperseded(SparkError):
+    """A review stopped between files because a newer rebuild of the answer is waiting
+    (its caller reviews again; files already reviewed stay memoized)."""
 
 
 def _new_ranges(file_proposal: FileProposal) -> list[tuple[str, int, int]]:
@@ -95,6 +103,9 @@ class Workstation:
         self._shown: set[str] = set()  # "request:hunk": a hunk id repeats across answers
         self._unread: set[str] = set()
         self._file_reviews: dict[tuple, Review] = {}
+        self._reviewed_at: dict[str, int] = {}  # path -> when it was last reviewed (a counter)
+        self._review_count = 0
+        self._dup_pool: ThreadPoolExecutor | None = None  # duplicate checks wait on the indexer process
         self.policy = AcceptPolicy(self.dwell)
         self.fast_profiles = fast_profiles
         self.answers: list[AnswerRun] = []
@@ -352,8 +363,13 @@ class Workstation:
         return outcome
 
     # -- review of an answer (worker thread) ---------------------------------------------------
-    def review(self, run: AnswerRun) -> Review:
-        """Run every detector and guard over the answer's proposal (per file, memoized)."""
+    def review(self, run: AnswerRun, *, stale: Callable[[], bool] | None = None) -> Review:
+        """Run every detector and guard over the answer's proposal (per file, memoized).
+
+        `stale` is asked between files: when it says a newer rebuild waits, the review stops
+        with ReviewSuperseded instead of finishing a state nobody will see (the files done so
+        far stay memoized; each pass reviews one file at least). A file's duplicate check is
+        sent to the indexer process first, so it runs there while this thread runs slop."""
         review = Review()
         proposal = run.proposal
         if proposal is None:
@@ -370,21 +386,44 @@ class Workstation:
                     severity = "error" if verdict.action == "block" else "warning"
                     for hunk in fp.hunks:
                         review.findings.append(Finding(severity, "sensitive", verdict.message, hunk.id))
-        for fp in proposal.files:
-            key = (fp.path, hash(fp.old_text), hash(fp.new_text), self.dups_ready)
-            part = self._file_reviews.get(key)
-            if part is None:  # re-review only files whose text changed since the last rebuild
-                part = self._review_file(fp)
-                self._file_reviews[key] = part
-                while len(self._file_reviews) > 64:
-                    self._file_reviews.pop(next(iter(self._file_reviews)))
+        keys = [(fp.path, hash(fp.old_text), hash(fp.new_text), self.dups_ready) for fp in proposal.files]
+        # files to review, the one reviewed longest ago first (a file that changes on every pass
+        # must not keep the others waiting); each one's duplicate check is sent one file ahead
+        todo = sorted((i for i, key in enumerate(keys) if key not in self._file_reviews),
+                      key=lambda i: self._reviewed_at.get(keys[i][0], -1))
+        parts = {i: self._file_reviews.get(key) for i, key in enumerate(keys)}
+        checks: dict[int, Future | None] = {}
+        for n, i in enumerate(todo):
+            if n and stale is not None and stale():  # one file per pass at least: progress
+                raise ReviewSuperseded("a newer rebuild of the answer is waiting")
+            if i not in checks:
+                checks[i] = self._start_dup_check(proposal.files[i])
+            if n + 1 < len(todo):
+                checks[todo[n + 1]] = self._start_dup_check(proposal.files[todo[n + 1]])
+            parts[i] = self._file_reviews[keys[i]] = self._review_file(proposal.files[i], checks.pop(i))
+            self._review_count += 1
+            self._reviewed_at[keys[i][0]] = self._review_count
+            while len(self._file_reviews) > 64:
+                self._file_reviews.pop(next(iter(self._file_reviews)))
+        for part in parts.values():
+            assert part is not None
             review.findings.extend(part.findings)
             review.added_lines += part.added_lines
             if part.slop_score is not None:
                 review.slop_score = (review.slop_score or 0.0) + part.slop_score
         return review
 
-    def _review_file(self, fp: FileProposal) -> Review:
+    def _start_dup_check(self, fp: FileProposal) -> Future | None:
+        """Send one file's duplicate check to the indexer now (None: nothing to check)."""
+        if not (self.dups_ready and fp.path.endswith(".py")):
+            return None
+        if self._dup_pool is None:
+            self._dup_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="dup-check")
+        ranges = _new_ranges(fp)
+        added = [start + i for _, start, count in ranges for i in range(count)]
+        return self._dup_pool.submit(self.dups.check_source, fp.new_text, fp.path, lines=added)
+
+    def _review_file(self, fp: FileProposal, dup_check: Future | None = None) -> Review:
         """One file's findings (secrets, duplicates, slop): a function of its old and new text."""
         from core.guards.secrets import scan_added_text
 
@@ -397,13 +436,23 @@ class Workstation:
                 part.findings.append(Finding(
                     "error", "secret", f"{fp.path}: possible {secret.kind} added ({secret.preview_redacted})", hunk.id))
         if fp.path.endswith(".py"):
-            self._review_python(fp, ranges, part)
+            self._review_python(fp, ranges, part, dup_check)
         return part
 
-    def _review_python(self, fp, ranges, review: Review) -> None:
-        if self.dups_ready:
-            added = [start + i for _, start, count in ranges for i in range(count)]
-            for match in self.dups.check_source(fp.new_text, fp.path, lines=added):
+    def _review_python(self, fp, ranges, review: Review, dup_check: Future | None = None) -> None:
+        try:
+            from core.detectors.slop import analyze_change
+        except ImportError:
+            analyze_change = None  # type: ignore[assignment]
+        if dup_check is None and self.dups_ready:
+            dup_check = self._start_dup_check(fp)
+        report = None
+        if analyze_change is not None:  # while the indexer process answers the duplicate check
+            # the hunks' lines are the added lines: no line diff of the whole file (slop owner)
+            report = analyze_change(fp.path, fp.old_text, fp.new_text,
+                                    added={start + i for _, start, count in ranges for i in range(count)})
+        if dup_check is not None:
+            for match in dup_check.result():
                 hunk_id = _hunk_at(ranges, match.new_line)
                 if hunk_id is None:
                     continue  # an existing function, not something this answer adds
@@ -411,13 +460,8 @@ class Workstation:
                     "warning", "duplicate",
                     f"{match.new_symbol} duplicates {match.twin_path}:{match.twin_line} {match.twin_symbol} "
                     f"({match.similarity:.0%}, type {match.clone_type})", hunk_id))
-        try:
-            from core.detectors.slop import analyze_change
-        except ImportError:
+        if report is None:
             return
-        # the hunks' lines are the added lines: no line diff of the whole file (slop owner)
-        report = analyze_change(fp.path, fp.old_text, fp.new_text,
-                                added={start + i for _, start, count in ranges for i in range(count)})
         for finding in report.findings:
             review.findings.append(Finding(
                 "info", "slop", f"{fp.path}:{finding.line} {finding.rule_id} {finding.message}",

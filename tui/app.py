@@ -34,7 +34,7 @@ from core.loop import Finished, Progress, Started, Steered, stream_answer
 from core.review import Review, Verdict
 from core.verify.fixloop import FixRun
 from core.verify.session import VerifySession
-from core.workstation import Workstation
+from core.workstation import ReviewSuperseded, Workstation
 from themes import DEFAULT_THEME, register_themes
 from tui.palette import WorkstationCommands
 from tui.screens.help import HelpScreen
@@ -105,6 +105,7 @@ class SparkApp(App):
         self._dirty = False
         self._rebuild_needed = False
         self._rebuilding = False
+        self._rebuilding_run: AnswerRun | None = None  # the answer the rebuild in flight is for
         self._stop_watch = asyncio.Event()
         self._offered: tuple[str, list[str]] | None = None
         self._pending_redirects: list[str] = []
@@ -530,9 +531,15 @@ class SparkApp(App):
         run = self.answer
         if run is None:
             return
+        if self._rebuilding and self._rebuilding_run is run:
+            # the rebuild in flight stops between files and takes this state in its next pass
+            self._rebuild_needed = True
+            while self._rebuilding:
+                await asyncio.sleep(FRAME_S / 4)
+            return
         while self._rebuilding:
             await asyncio.sleep(FRAME_S)
-        self._rebuilding = True
+        self._rebuilding, self._rebuilding_run = True, run
         try:
             self._rebuild_needed = True
             while self._rebuild_needed:
@@ -540,7 +547,9 @@ class SparkApp(App):
                 await asyncio.to_thread(run.rebuild_proposal)
                 self.verify.proposal_changed(run)
                 try:
-                    review = await asyncio.to_thread(self.station.review, run)
+                    review = await asyncio.to_thread(self.station.review, run, stale=lambda: self._rebuild_needed)
+                except ReviewSuperseded:
+                    continue  # a newer state waits (_rebuild_needed is set): review that one
                 except Exception as exc:  # see the docstring
                     log.exception("review failed")
                     self.notify(f"review failed: {type(exc).__name__}: {exc}", severity="warning")
