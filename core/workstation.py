@@ -231,12 +231,21 @@ class Workstation:
         the record counts only the finished answer's hunks (a hunk still growing changes
         its id, and the report must not count each version as a hunk shown)."""
         for hunk in run.hunks:
-            lines = len(hunk.new_lines) + len(hunk.old_lines)
-            self.dwell.shown(hunk.id, lines)
+            self.dwell.shown(hunk.id, len(hunk.new_lines) + len(hunk.old_lines))
+        self.record_hunks_shown(run)
+
+    def record_hunks_shown(self, run: AnswerRun) -> None:
+        """Record the finished answer's hunks as shown, once each. The app calls it from its
+        rebuild's worker thread just before drawing them, so the UI thread does not wait on
+        one disk append per hunk (hunks_shown then finds nothing left to record)."""
+        if not run.finished:
+            return
+        for hunk in run.hunks:
             key = f"{run.request_id}:{hunk.id}"
-            if run.finished and key not in self._shown:
+            if key not in self._shown:
                 self._shown.add(key)
-                self.recorder.hunk_shown(hunk.id, request_id=run.request_id, path=hunk.path, lines=lines)
+                self.recorder.hunk_shown(hunk.id, request_id=run.request_id, path=hunk.path,
+                                         lines=len(hunk.new_lines) + len(hunk.old_lines))
 
     def decide(self, run: AnswerRun, hunk_ids: list[str], accept: bool, review: Review | None, *,
                reason: str | None = None) -> Decision:

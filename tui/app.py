@@ -557,6 +557,7 @@ class SparkApp(App):
                 if run is self.answer:
                     self.review = review
             if run is self.answer:
+                await asyncio.to_thread(self.station.record_hunks_shown, run)  # disk, off the UI thread
                 self._sync_diff()
         finally:
             self._rebuilding = False
