@@ -531,12 +531,6 @@ class SparkApp(App):
         run = self.answer
         if run is None:
             return
-        if self._rebuilding and self._rebuilding_run is run:
-            # the rebuild in flight stops between files and takes this state in its next pass
-            self._rebuild_needed = True
-            while self._rebuilding:
-                await asyncio.sleep(FRAME_S / 4)
-            return
         while self._rebuilding:
             await asyncio.sleep(FRAME_S)
         self._rebuilding, self._rebuilding_run = True, run
