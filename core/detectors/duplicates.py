@@ -24,10 +24,7 @@ import numpy as np
 from core.detectors.feature_index import FeatureIndex
 from core.detectors.normalize import (
     FunctionUnit,
-    fingerprint,
-    iter_functions,
     parent_symbol,
-    parse_tolerant,
     units_from_source,
 )
 
@@ -248,30 +245,6 @@ def iter_python_files(root: Path) -> Iterator[str]:
             rel = (base / name).as_posix()
             if name.endswith(".py") and not tree_filter._spec.match_file(rel):
                 yield rel
-
-
-def _units_touching(source: str, wanted: set[int], notes: list[str] | None) -> list[FunctionUnit]:
-    """Fingerprints of the functions overlapping `wanted` lines only.
-
-    Fingerprinting is most of a check's cost (~1 ms per function), and an answer's hunk
-    in a 3,000-line file touches a few of its hundreds of functions: the file is parsed
-    once (tolerantly, as `units_from_source` does) and only the overlapping ones are
-    fingerprinted. The same units as filtering all of them afterwards.
-    """
-    tree = parse_tolerant(source, notes)
-    if tree is None:
-        return []
-    units = []
-    for symbol, node in iter_functions(tree, nested=True):
-        end = getattr(node, "end_lineno", None) or node.lineno
-        if not any(n in wanted for n in range(node.lineno, end + 1)):
-            continue
-        try:
-            units.append(fingerprint(node, symbol))
-        except RecursionError:
-            if notes is not None:
-                notes.append(f"{symbol}: nested too deeply to fingerprint, skipped")
-    return units
 
 
 def _drop_inner_of_paired_outer(matches: list[DuplicateMatch]) -> list[DuplicateMatch]:
@@ -541,7 +514,7 @@ class DuplicateIndex:
             units = [u for u in units_from_source(source, notes) if u.checkable]
         else:
             wanted = set(lines)
-            units = [u for u in _units_touching(source, wanted, notes) if u.checkable
+            units = [u for u in units_from_source(source, notes, lines=wanted) if u.checkable
                      and any(n in wanted for n in range(u.line, u.end_line + 1))]
         results: list[DuplicateMatch] = []
         with self._lock:
