@@ -18,7 +18,10 @@ fingerprints are identical across processes and runs.
 from __future__ import annotations
 
 import ast
+import bisect
 import hashlib
+import itertools
+import re
 import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -296,7 +299,7 @@ def fingerprint(node: ast.FunctionDef | ast.AsyncFunctionDef, symbol: str) -> Fu
 
 
 def iter_functions(
-    tree: ast.AST, *, nested: bool = False
+    tree: ast.AST, *, nested: bool = False, lines: set[int] | None = None
 ) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
     """Module-level functions and methods (also of nested classes), with qualified names.
 
@@ -304,12 +307,18 @@ def iter_functions(
     `nested` it is also yielded itself, as ``outer.<locals>.inner`` (Python's qualname),
     so a helper copied out of a closure is found too. Callers drop the inner pair when
     the outer functions are paired (a copied outer function would otherwise report each
-    inner one too).
+    inner one too). With `lines`, a function or class that overlaps none of them is not
+    entered (its nested functions cannot overlap them either) nor, for a function, yielded.
     """
+    ordered = None if lines is None else sorted(lines)
     stack: list[tuple[str, ast.AST, bool]] = [("", tree, False)]
     while stack:
         prefix, parent, in_function = stack.pop()
         for child in ast.iter_child_nodes(parent):
+            if ordered is not None and isinstance(child, (*_FUNCS, ast.ClassDef)):
+                end = getattr(child, "end_lineno", None) or child.lineno
+                if not _overlaps(ordered, child.lineno, end):
+                    continue
             if isinstance(child, _FUNCS):
                 yield prefix + child.name, child
                 if nested:
@@ -321,6 +330,12 @@ def iter_functions(
                 stack.append((prefix, child, False))  # `if TYPE_CHECKING:` / try-imports
             elif in_function and isinstance(child, ast.stmt):
                 stack.append((prefix, child, True))  # defs inside if/for/with/try blocks
+
+
+def _overlaps(ordered: list[int], first: int, last: int) -> bool:
+    """Whether a sorted list of line numbers holds one in first..last."""
+    i = bisect.bisect_left(ordered, first)
+    return i < len(ordered) and ordered[i] <= last
 
 
 def parent_symbol(symbol: str) -> str | None:
@@ -390,25 +405,92 @@ def _last_outer_start(lines: list[str], err_line: int, base: int) -> int:
 
 
 def units_from_source(source: str, notes: list[str] | None = None, *,
-                      lines: set[int] | None = None) -> list[FunctionUnit]:
+                      lines: set[int] | None = None, segments: bool = True) -> list[FunctionUnit]:
     """All functions of a module's source (tolerating a broken tail), indexable or not.
 
     With `lines`, only the functions overlapping those lines: fingerprinting is most of a
     duplicate check's cost (~1 ms per function), and a hunk in a 3,000-line file touches a
-    few of its hundreds of functions. A function too deeply nested to walk is left out
-    (with a note), not fatal."""
-    tree = parse_tolerant(source, notes)
+    few of its hundreds of functions. Parsing the whole file would still cost ~20 ms per
+    2,500 lines, so (with `segments`) only the top-level statements holding those lines are
+    parsed (see `top_level_starts`); the whole file is parsed when a segment does not parse
+    alone (a syntax error: the tolerant parse decides what is checked). A function too
+    deeply nested to walk is left out (with a note), not fatal."""
+    tree = None
+    if lines is not None and segments:
+        tree = _parse_segments(source, lines)
+    if tree is None:
+        tree = parse_tolerant(source, notes)
     if tree is None:
         return []
     units = []
-    for symbol, node in iter_functions(tree, nested=True):
-        if lines is not None:
-            end = getattr(node, "end_lineno", None) or node.lineno
-            if not any(n in lines for n in range(node.lineno, end + 1)):
-                continue
+    for symbol, node in iter_functions(tree, nested=True, lines=lines):
+        # (iter_functions already left out the functions that overlap none of `lines`)
         try:
             units.append(fingerprint(node, symbol))
         except RecursionError:
             if notes is not None:
                 notes.append(f"{symbol}: nested too deeply to fingerprint, skipped")
     return units
+
+
+# Strings and comments as Python 3.11's tokenizer reads them (an f-string cannot hold its
+# own quote): what must be skipped to find where top-level statements start.
+_LEXEMES = re.compile(
+    r"""\#[^\n]*"""
+    r"""|'''(?:[^'\\]|\\.|'(?!''))*(?:'''|\Z)"""
+    r'''|"""(?:[^"\\]|\\.|"(?!""))*(?:"""|\Z)'''
+    r"""|'(?:[^'\\\n]|\\.)*(?:'|$)"""
+    r'''|"(?:[^"\\\n]|\\.)*(?:"|$)''',
+    re.DOTALL | re.MULTILINE,
+)
+_CLAUSE = re.compile(r"(?:else|elif|except|finally)\b")
+_WS_ONLY = re.compile(r"^[ \t]+$", re.MULTILINE)  # the lines textwrap.dedent blanks
+
+
+def top_level_starts(source: str) -> list[int] | None:
+    """0-based numbers of the lines where the module's top-level statements start (a
+    decorated definition at its first decorator; `else`/`except` clauses stay with their
+    statement), or None when code is indented before any top-level line (a snippet).
+
+    A line starts a statement when it starts at column 0 outside any string, bracket or
+    backslash continuation; strings and comments are found with one regex."""
+    code = _LEXEMES.sub(lambda m: m.group()[0] + "\n" * m.group().count("\n"), source)
+    starts = [0]
+    depth = 0
+    continued = after_decorator = seen_code = False
+    for i, line in enumerate(code.split("\n")):
+        if line and depth <= 0 and not continued:
+            if line[0] not in " \t\f#":
+                if i and not after_decorator and not _CLAUSE.match(line):
+                    starts.append(i)
+                after_decorator = line[0] == "@"
+                seen_code = True
+            elif not seen_code and line.strip(" \t\f")[:1] not in ("", "#"):
+                return None  # indented code before any top-level statement: a snippet
+        depth += (line.count("(") + line.count("[") + line.count("{")
+                  - line.count(")") - line.count("]") - line.count("}"))
+        continued = line.endswith("\\")
+    return starts
+
+
+def _parse_segments(source: str, lines: set[int]) -> ast.Module | None:
+    """A module of only the top-level statements that overlap `lines` (1-based), at their
+    own line numbers; None when one of them does not parse alone (or `source` is a snippet)."""
+    text = source.replace("\r\n", "\n")
+    starts = top_level_starts(text)
+    if starts is None:
+        return None
+    rows = text.split("\n")
+    bounds = [*starts, len(rows)]
+    body: list[ast.stmt] = []
+    ordered = sorted(lines)
+    for a, b in itertools.pairwise(bounds):
+        if not _overlaps(ordered, a + 1, b):
+            continue
+        segment = _WS_ONLY.sub("", "\n".join(rows[a:b]))
+        try:
+            part = ast.parse("\n" * a + segment)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        body.extend(part.body)
+    return ast.Module(body=body, type_ignores=[])
