@@ -80,6 +80,8 @@ class StableFooter(Widget, can_focus=False):
         self._shown: tuple | None = None  # the visible bindings the text was made from
         self._stale = True
         self._keys: list[_Key] = []
+        self._width = -1
+        self._text = Text()
 
     def on_mount(self) -> None:
         self.screen.bindings_updated_signal.subscribe(self, self._bindings_changed)
@@ -98,19 +100,22 @@ class StableFooter(Widget, can_focus=False):
         self._shown = None  # a theme change: same keys, new colours
 
     def _visible(self) -> tuple:
-        """(key, binding, enabled, tooltip) of each shown binding, in the screen's order."""
+        """(key, binding, enabled, tooltip) of each shown binding, in the screen's order, and
+        last the command palette's binding (shown on the right) or None."""
         try:
             bindings = self.screen.active_bindings
         except Exception:  # noqa: BLE001 -- not on a screen (yet)
-            return ()
-        return tuple((key, binding, enabled, tooltip)
-                     for key, (_node, binding, enabled, tooltip) in bindings.items() if binding.show)
+            return (None,)
+        palette = bindings.get(self.app.COMMAND_PALETTE_BINDING)
+        return (*((key, binding, enabled, tooltip)
+                  for key, (_node, binding, enabled, tooltip) in bindings.items() if binding.show),
+                None if palette is None else (palette.binding, palette.enabled))
 
     def render(self) -> Text:
         visible = self._visible() if self._stale or self._shown is None else self._shown
         self._stale = False
         width = self.size.width
-        if visible != self._shown or getattr(self, "_width", None) != width:
+        if visible != self._shown or self._width != width:
             self._shown = visible
             self._width = width
             self._text = self._build(visible, width)
@@ -139,8 +144,9 @@ class StableFooter(Widget, can_focus=False):
     def _build(self, visible: tuple, width: int) -> Text:
         """The whole line: the keys from the left, the palette key docked right."""
         self._keys = []
+        *shown, palette_entry = visible
         by_action: dict[str, list[tuple[str, Binding, bool, str]]] = {}
-        for entry in visible:
+        for entry in shown:
             by_action.setdefault(entry[1].action, []).append(entry)
         line = Text(no_wrap=True, overflow="crop")
         for group, members_iter in groupby(by_action.values(), lambda entries: entries[0][1].group):
@@ -160,7 +166,7 @@ class StableFooter(Widget, can_focus=False):
                              enabled)
                 if self.compact:
                     line.append(" ")
-        palette = self._palette()
+        palette = self._palette(palette_entry)
         if palette is None:
             line.truncate(width)
             return line
@@ -179,14 +185,11 @@ class StableFooter(Widget, can_focus=False):
         line.append_text(text)
         self._keys.append(_Key(key, start, line.cell_len, enabled))
 
-    def _palette(self) -> tuple[str, Text] | None:
+    def _palette(self, entry: tuple[Binding, bool] | None) -> tuple[str, Text] | None:
         """The command palette key, as Footer docks it right (a compact FooterKey)."""
-        if not (self.show_command_palette and self.app.ENABLE_COMMAND_PALETTE):
+        if entry is None or not (self.show_command_palette and self.app.ENABLE_COMMAND_PALETTE):
             return None
-        try:
-            _node, binding, enabled, _tooltip = self.screen.active_bindings[self.app.COMMAND_PALETTE_BINDING]
-        except (KeyError, Exception):  # noqa: BLE001 -- no palette binding on this screen
-            return None
+        binding, enabled = entry
         item, *_rest, border = self._styles()
         text = Text("▏", style=border)
         text.append_text(self._key_text(self.app.get_key_display(binding), binding.description,
