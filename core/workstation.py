@@ -176,6 +176,11 @@ class Workstation:
         The one path by which every answer (typed, raced, a variation, a batch task) reaches
         the record: its own stream's timing, its kind, its review.
         """
+        with self.recorder.batch():  # one append for the answer's many events
+            self._answer_finished(run, review, chip=chip, model=model, timing_recorded=timing_recorded)
+
+    def _answer_finished(self, run: AnswerRun, review: Review | None, *, chip: str | None,
+                         model: str | None, timing_recorded: bool) -> None:
         usage = run.usage or {}
         if run.text:
             self.context.record_exchange(run.prompt, run.text, usage or None)
@@ -240,12 +245,13 @@ class Workstation:
         one disk append per hunk (hunks_shown then finds nothing left to record)."""
         if not run.finished:
             return
-        for hunk in run.hunks:
-            key = f"{run.request_id}:{hunk.id}"
-            if key not in self._shown:
-                self._shown.add(key)
-                self.recorder.hunk_shown(hunk.id, request_id=run.request_id, path=hunk.path,
-                                         lines=len(hunk.new_lines) + len(hunk.old_lines))
+        with self.recorder.batch():  # one append for all of them
+            for hunk in run.hunks:
+                key = f"{run.request_id}:{hunk.id}"
+                if key not in self._shown:
+                    self._shown.add(key)
+                    self.recorder.hunk_shown(hunk.id, request_id=run.request_id, path=hunk.path,
+                                             lines=len(hunk.new_lines) + len(hunk.old_lines))
 
     def decide(self, run: AnswerRun, hunk_ids: list[str], accept: bool, review: Review | None, *,
                reason: str | None = None) -> Decision:

@@ -536,10 +536,18 @@ class SparkApp(App):
         self._rebuilding, self._rebuilding_run = True, run
         try:
             self._rebuild_needed = True
+
+            def rebuild() -> None:
+                run.rebuild_proposal()
+                if run is self.answer:  # a finished answer's hunks: recorded here, off the UI
+                    self.station.record_hunks_shown(run)  # thread, before any redraw shows them
+
             while self._rebuild_needed:
                 self._rebuild_needed = False
-                await asyncio.to_thread(run.rebuild_proposal)
+                await asyncio.to_thread(rebuild)
                 self.verify.proposal_changed(run)
+                if run is self.answer:  # the hunks as matched now (new ones mounted, the rest
+                    self._sync_diff()  # kept): on screen before their review, which may take long
                 try:
                     review = await asyncio.to_thread(self.station.review, run, stale=lambda: self._rebuild_needed)
                 except ReviewSuperseded:

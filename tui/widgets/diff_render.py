@@ -102,6 +102,21 @@ def context_lines(path: str, lines: list[str], start: int) -> Text:
     return out
 
 
+def hunk_body(path: str, old_start: int, old_lines: tuple[str, ...], new_lines: tuple[str, ...],
+              before: tuple[str, ...], after: tuple[str, ...]) -> Text:
+    """The highlighted lines of a hunk: context before, removed, added, context after."""
+    text = context_lines(path, list(before), old_start - len(before))
+    text.append_text(diff_lines(path, list(old_lines), list(new_lines), start=old_start))
+    text.append_text(context_lines(path, list(after), old_start + len(old_lines)))
+    return text
+
+
+# Highlighting is most of a hunk's render; the header changes far more often (its state,
+# its number as hunks arrive, its badges as reviews and checks land) than the lines do.
+# Keyed by everything the body is drawn from; never mutated (render_hunk copies it in).
+_cached_body = lru_cache(maxsize=1024)(hunk_body)
+
+
 def render_hunk(hunk, state: str, index: int, total: int, badges: str = "",
                 context: tuple[list[str], list[str]] = ([], []), reason: str = "") -> Text:
     """A hunk with its header, why it is refused or stale (in the diff itself, until the
@@ -111,9 +126,8 @@ def render_hunk(hunk, state: str, index: int, total: int, badges: str = "",
     text.append("\n")
     if reason:
         text.append(f"  ! {reason}\n", style="bold red" if state == "refused" else "magenta")
-    text.append_text(context_lines(hunk.path, before, hunk.old_start - len(before)))
-    text.append_text(diff_lines(hunk.path, list(hunk.old_lines), list(hunk.new_lines), start=hunk.old_start))
-    text.append_text(context_lines(hunk.path, after, hunk.old_start + len(hunk.old_lines)))
+    text.append_text(_cached_body(hunk.path, hunk.old_start, tuple(hunk.old_lines), tuple(hunk.new_lines),
+                                  tuple(before), tuple(after)))
     return text
 
 

@@ -1,7 +1,10 @@
 """The streaming diff view: one widget per hunk plus the block being written.
 
 Hunks are added and updated by id, never re-rendered wholesale, so a long answer streaming
-at thousands of tokens per second costs one small repaint per frame.
+at thousands of tokens per second costs one small repaint per frame; a hunk whose header
+changes (its number, state or badges) reuses its highlighted lines (diff_render's cache).
+tests/tui/test_diff_incremental.py checks that any sequence of syncs draws exactly what
+one sync of the last state into a fresh view draws.
 """
 
 from __future__ import annotations
@@ -34,8 +37,9 @@ class HunkView(Static):
 
     def show(self, hunk, state: str, index: int, total: int, badges: str,
              context: tuple[list[str], list[str]] = ([], []), reason: str = "") -> None:
-        key = (hunk.id, state, index, total, badges, reason)  # ids are content-stable
-        if key != self._key:  # repaint only what changed
+        # ids are content-stable; the context lines come from the file as it is now
+        key = (hunk.id, state, index, total, badges, reason, tuple(context[0]), tuple(context[1]))
+        if key != self._key:  # repaint only what changed (the highlighted lines are cached)
             self._key = key
             self.update(render_hunk(hunk, state, index, total, badges, context, reason))
 

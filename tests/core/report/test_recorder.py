@@ -114,3 +114,58 @@ def test_find_session(tmp_path):
     with pytest.raises(RecorderError, match="no session"):
         find_session(tmp_path, "nope")
     assert json.loads(a.path.read_text().splitlines()[0])["id"] == "20260101-a"
+
+
+def test_batch_writes_the_same_events_with_one_append(tmp_path, monkeypatch):
+    """A batch is one append of the same lines, in order, that one record each would write."""
+    import core.report.recorder as recorder_module
+
+    plain = SessionRecorder(tmp_path / "a", "s", clock=lambda: 1.0)
+    batched = SessionRecorder(tmp_path / "b", "s", clock=lambda: 1.0)
+    appends: list[str] = []
+    real_append = recorder_module._append
+
+    def counting(root, target, line):
+        appends.append(line)
+        real_append(root, target, line)
+
+    monkeypatch.setattr(recorder_module, "_append", counting)
+    for rec in (plain, batched):
+        appends.clear()
+        ctx = rec.batch() if rec is batched else None
+        if ctx is not None:
+            ctx.__enter__()
+        for i in range(5):
+            rec.hunk_shown(f"h{i}", request_id="r1", path="a.py", lines=i)
+        with rec.batch():  # nested: joins the outer batch
+            rec.finding("slop", detail=f"key {fake_key()}")
+        if ctx is not None:
+            assert rec.path.read_text().count("\n") == 1  # nothing written yet but the header
+            ctx.__exit__(None, None, None)
+            assert len(appends) == 1
+        else:
+            assert len(appends) == 6
+    # the same lines after the header (which names each recorder's root)
+    assert plain.path.read_text().split("\n")[1:] == batched.path.read_text().split("\n")[1:]
+    assert fake_key() not in batched.path.read_text()
+
+
+def test_batch_is_per_thread_and_failure_counts_each_event(tmp_path):
+    import threading
+
+    rec = SessionRecorder(tmp_path, "s")
+    with rec.batch():
+        rec.prompt("r1", "inside", "spark")
+        other = threading.Thread(target=lambda: rec.prompt("r2", "other thread", "spark"))
+        other.start()
+        other.join()
+        # the other thread's event is on disk already; this thread's waits for the batch end
+        assert [e["text"] for e in load_events(rec.path)[0][1:]] == ["other thread"]
+    assert [e["text"] for e in load_events(rec.path)[0][1:]] == ["other thread", "inside"]
+    rec.path.unlink()
+    rec.path.parent.rmdir()
+    rec.path.parent.write_text("not a folder")  # every write now fails
+    with rec.batch():
+        rec.prompt("r3", "lost", "spark")
+        rec.prompt("r4", "lost", "spark")
+    assert rec.dropped == 2 and rec.last_error

@@ -1,0 +1,159 @@
+"""The diff view draws incrementally: it must draw exactly what a full render draws.
+
+DiffView.sync mounts only new hunks and repaints only hunks whose header, state, badges,
+reason or context changed, and render_hunk reuses each hunk's highlighted lines from a
+cache (issue 14: an answer of 47 hunks was re-highlighted in full for every review and
+verify badge, 60-116 ms on the UI thread each time). The properties: a cached render is
+the uncached composition, and any sequence of syncs leaves the same widgets, in the same
+order, with the same text and current marker as one sync of the last state into a fresh
+view.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from rich.text import Text
+from textual.app import App, ComposeResult
+
+from tui.widgets.diff_render import context_lines, diff_lines, hunk_header, render_hunk
+from tui.widgets.diff_view import DiffView, HunkView
+
+LINES = ["def f(x):\n", "    return x\n", '    """doc"""\n', "", "    y = [1, 2]  # note\n", "import os\n",
+         "x = 'a\n", "class C:\n"]
+PATHS = ["pkg/a.py", "web/b.js", "notes.txt"]
+STATES = ["undecided", "chosen", "written", "rejected", "stale", "refused"]
+BADGES = ["", "[F821]", "dup", "slop [syntax]"]
+REASONS = ["", "its file changed on disk under it"]
+
+
+@dataclass
+class FakeHunk:
+    id: str
+    path: str
+    old_start: int
+    old_lines: list[str]
+    new_lines: list[str]
+
+
+def reference_render(hunk, state: str, index: int, total: int, badges: str,
+                     context: tuple[list[str], list[str]], reason: str) -> Text:
+    """render_hunk as it was before the cache: every line highlighted on every call."""
+    before, after = context
+    text = hunk_header(hunk.path, state, index, total, hunk.old_start, badges)
+    text.append("\n")
+    if reason:
+        text.append(f"  ! {reason}\n", style="bold red" if state == "refused" else "magenta")
+    text.append_text(context_lines(hunk.path, before, hunk.old_start - len(before)))
+    text.append_text(diff_lines(hunk.path, list(hunk.old_lines), list(hunk.new_lines), start=hunk.old_start))
+    text.append_text(context_lines(hunk.path, after, hunk.old_start + len(hunk.old_lines)))
+    return text
+
+
+def same(a: Text, b: Text) -> bool:
+    return (a.plain, a.spans, a.style) == (b.plain, b.spans, b.style)
+
+
+lines = st.lists(st.sampled_from(LINES), max_size=4)
+hunks = st.builds(FakeHunk, id=st.sampled_from([f"h{i}" for i in range(8)]), path=st.sampled_from(PATHS),
+                  old_start=st.integers(1, 40), old_lines=lines, new_lines=lines)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(hunks, st.sampled_from(STATES), st.integers(1, 9), st.integers(1, 9),
+                          st.sampled_from(BADGES), st.tuples(lines, lines), st.sampled_from(REASONS)),
+                min_size=1, max_size=12))
+def test_cached_render_is_the_uncached_render(calls):
+    for call in calls:  # the same hunk again hits the cache; it must not have been altered
+        assert same(render_hunk(*call), reference_render(*call))
+        assert same(render_hunk(*call), reference_render(*call))
+
+
+# one state of the answer as the app passes it to DiffView.sync
+@dataclass
+class Shown:
+    hunks: list[FakeHunk]
+    states: dict[str, str]
+    badges: dict[str, str]
+    contexts: dict[str, tuple[list[str], list[str]]]
+    reasons: dict[str, str]
+    select: int
+
+
+POOL = {f"h{i}": FakeHunk(f"h{i}", PATHS[i % 3], 3 * i + 1, [LINES[i % 8]], [LINES[(i + 3) % 8]])
+        for i in range(8)}
+
+
+@st.composite
+def shown_sequences(draw) -> list[Shown]:
+    """States one after another, each changing a few things of the last: hunks come, go
+    and move, and each hunk's state, badges, context or reason may change alone."""
+    out: list[Shown] = []
+    for _ in range(draw(st.integers(1, 6))):
+        last = out[-1] if out else Shown([], {}, {}, {}, {}, 0)
+        ids = [h.id for h in last.hunks]
+        if not ids or draw(st.booleans()):
+            ids = draw(st.lists(st.sampled_from(sorted(POOL)), unique=True, max_size=8))
+            ids = draw(st.permutations(ids))  # a re-diff may insert a hunk above others
+
+        def pick(field: dict, hid: str, values: st.SearchStrategy):
+            if hid in field and draw(st.integers(0, 3)) != 0:
+                return field[hid]  # mostly unchanged
+            return draw(values)
+
+        out.append(Shown(
+            hunks=[POOL[i] for i in ids],
+            states={i: pick(last.states, i, st.sampled_from(STATES)) for i in ids},
+            badges={i: pick(last.badges, i, st.sampled_from(BADGES)) for i in ids},
+            contexts={i: pick(last.contexts, i, st.tuples(lines, lines)) for i in ids},
+            reasons={i: pick(last.reasons, i, st.sampled_from(REASONS)) for i in ids},
+            select=draw(st.integers(0, 8)),
+        ))
+    return out
+
+
+class Host(App):
+    def compose(self) -> ComposeResult:
+        yield DiffView(id="incremental")
+        yield DiffView(id="fresh")
+
+
+def drawn(view: DiffView) -> list[tuple[str, str, list, bool]]:
+    out = []
+    for child in view.children:
+        if isinstance(child, HunkView):
+            content = child.content
+            assert isinstance(content, Text)
+            out.append((child.hunk_id, content.plain, list(content.spans), child.has_class("-current")))
+    return out
+
+
+async def _compare(sequence: list[Shown]) -> None:
+    app = Host()
+    async with app.run_test(size=(100, 40)) as pilot:
+        incremental = app.query_one("#incremental", DiffView)
+        for shown in sequence:
+            incremental.sync(shown.hunks, shown.states, shown.badges, shown.contexts, shown.reasons)
+            incremental.select(shown.select)
+            await pilot.pause()
+        last = sequence[-1]
+        fresh = app.query_one("#fresh", DiffView)
+        fresh.sync(last.hunks, last.states, last.badges, last.contexts, last.reasons)
+        fresh.select(last.select)
+        await pilot.pause()
+        assert drawn(incremental) == drawn(fresh)
+        assert incremental.current_id == fresh.current_id
+        total = len(last.hunks)
+        for index, (hunk, (hid, plain, spans, _)) in enumerate(zip(last.hunks, drawn(fresh), strict=True), 1):
+            full = reference_render(hunk, last.states[hid], index, total, last.badges[hid],
+                                    last.contexts[hid], last.reasons[hid])
+            assert (hid, plain, spans) == (hunk.id, full.plain, list(full.spans))
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(shown_sequences())
+def test_any_sequence_of_syncs_draws_what_one_full_sync_draws(sequence):
+    asyncio.run(_compare(sequence))
