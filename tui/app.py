@@ -401,30 +401,49 @@ class SparkApp(App):
             run: AnswerRun = FixRun(self.workspace, prompt, self.profile, fix_of.proposal)
         else:
             run = AnswerRun(self.workspace, prompt, self.profile)
-        self._show_new_answer(run)
+        # The request goes out before the screen changes (issue 14): drawing the new answer
+        # (mode, transcript, context meter: style and layout passes) holds the interpreter
+        # that the assembly thread and the embedded core share, so it is done while the
+        # model thinks, not before the request is sent. Until then only the state changes.
+        self.answer, self.review, self.settled = run, None, False
         status = self.query_one(StatusBar)
-        status.streaming = True
         diff = self.query_one(DiffView)
-        diff.typeahead = True
+        shown = first_painted = False
+
+        def show() -> None:
+            nonlocal shown
+            if not shown:
+                shown = True
+                self._show_new_answer(run)
+                status.streaming = True
+                diff.typeahead = True
+
         try:
             try:
                 messages, answer_budget = await asyncio.to_thread(self.station.request, run)
             except ContextError as exc:
                 run.finish("error", str(exc), "context_overflow")
             else:
-                self._update_context_meter()
                 async for update in stream_answer(self.client, run, messages, max_tokens=answer_budget,
                                                   next_redirect=self._next_redirect):
                     if isinstance(update, Started):
                         self._stream = update.stream
-                    elif isinstance(update, Progress) and update.completed:
-                        self._request_rebuild()
+                        show()
+                        self._update_context_meter()
+                    elif isinstance(update, Progress):
+                        if update.completed:
+                            self._request_rebuild()
+                        if update.text and not first_painted:
+                            first_painted = self._dirty = True  # the first token: on screen now,
+                            self._paint()  # not at the next frame tick (nor after other work)
                     elif isinstance(update, Steered):
                         diff.set_notes(self._transcript(run))
                     elif isinstance(update, Finished):
                         break
                     self._dirty = True
         finally:
+            if run is self.answer:  # nothing was sent (no core, context too large): say why
+                show()
             self._stream = None
             diff.typeahead = False
             status.streaming = False
