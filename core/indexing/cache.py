@@ -318,6 +318,17 @@ def read_snapshot(root: Path, name: str, key: bytes, path: Path | None = None) -
     """A snapshot read without opening the cache for writing (the app's fast path at
     launch, beside the indexer that owns the cache); None when absent, stale or the file
     is not this repository's cache at this version."""
+    latest = read_latest_snapshot(root, name, path)
+    if latest is None or latest[0] != key:
+        return None
+    return latest[1]
+
+
+def read_latest_snapshot(root: Path, name: str, path: Path | None = None) -> tuple[bytes, Any] | None:
+    """(key, object) of the snapshot last stored under `name`, whatever tree it was stored
+    for: the app shows it at once and checks its key against the tree meanwhile. Read-only
+    (the indexer owns the cache); None when absent, unreadable or not this repository's
+    cache at this version."""
     file = path or cache_file(root)
     if not file.is_file():
         return None
@@ -332,9 +343,9 @@ def read_snapshot(root: Path, name: str, key: bytes, path: Path | None = None) -
             db.close()
     except sqlite3.Error:
         return None
-    if row is None or row[0] != key:
+    if row is None:
         return None
     try:
-        return loads(row[1])
+        return bytes(row[0]), loads(row[1])
     except Exception:  # noqa: BLE001 -- a bad blob: the indexer rebuilds it
         return None

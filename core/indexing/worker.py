@@ -33,21 +33,25 @@ from core.context import tags as tagmod
 from core.context.repomap import MAX_SCAN_BYTES, FileFacts, MapGraph, RefVocab, build_graph
 from core.detectors.duplicates import DuplicateIndex, iter_python_files
 from core.detectors.normalize import FunctionUnit
-from core.indexing.cache import CacheError, IndexCache, Stamp, content_hash, tree_key
+from core.indexing.cache import CacheError, IndexCache, Stamp, content_hash
+from core.indexing.treestate import TreeState, tree_state
 
 PROGRESS_EVERY_S = 0.25
 FIRST_MAP_AFTER_S = 0.3  # a partial map goes out this soon, then at doubling file counts
 PARTIAL_MAP_GAP_S = 1.0  # at least this long between two partial maps (each costs a graph build)
+SNAPSHOT_AFTER_S = 2.0  # the map snapshot is stored once file events have been quiet this long
 
 
 class Indexer:
     """One repository's indexes, built and kept current from file events."""
 
-    def __init__(self, root: Path, conn: Connection, files: list[str], *,
+    def __init__(self, root: Path, conn: Connection, files: list[str] | TreeState, *,
                  cache_path: Path | None = None, use_cache: bool = True) -> None:
         self.root = Path(root).resolve()
         self.conn = conn
-        self.files = files
+        # the tree as the app saw it (a TreeState: listing and content key), or a bare listing
+        self.state: TreeState | None = files if isinstance(files, TreeState) else None
+        self.files = files.files if isinstance(files, TreeState) else files
         self.cache: IndexCache | None = None
         if use_cache:
             try:
@@ -67,6 +71,9 @@ class Indexer:
         self.facts_complete = False
         self.dups_complete = False
         self.known_key: bytes | None = None  # tree key of the map snapshot the app loaded itself
+        self.snapshot_due: float | None = None  # when to store the map snapshot after file events
+        self._graph: MapGraph | None = None  # the map last sent to the app
+        self.scanned: set[str] = set()  # files rescanned from events since the last stored snapshot
 
     # -- messaging ---------------------------------------------------------------------
     def send(self, *msg: Any) -> None:
@@ -110,33 +117,73 @@ class Indexer:
                 self.build_dups()
             while not self.stopped:
                 try:
+                    wait = None if self.snapshot_due is None else max(0.0, self.snapshot_due - time.monotonic())
+                    if not self.conn.poll(wait):
+                        self.store_map_snapshot()
+                        continue
                     msg = self.conn.recv()
                 except (OSError, EOFError):
                     break
                 self.handle(msg)
         finally:
             if self.cache is not None:
+                self.store_map_snapshot()
                 self.cache.close()
 
     # -- repo map ----------------------------------------------------------------------
     def build_map(self) -> None:
-        self.stamps = map_stamps(self.root, self.files)
-        total = len(self.stamps)
-        key = tree_key(self.stamps)
+        # the tree's state is taken before any file is read: a file that changes meanwhile
+        # makes the stored key older than the map, never a key that vouches for old scans
+        if self.state is None:
+            self.state = tree_state(self.root)
+        key = self.state.key
         if self.cache is not None:
             graph = self.cache.snapshot("map", key)
             if isinstance(graph, MapGraph):
                 # the app may have loaded this very snapshot itself: then only say so
+                total = len(self.state.tokens)
                 self.send("map", None if key == self.known_key else graph, total, total, True)
+                self._graph = graph
                 self.facts_complete = False  # scans load from the cache on the first event
                 return
+        self.stamps = map_stamps(self.root, self.files)
+        total = len(self.stamps)
         self._scan_all_tags()
         graph = build_graph(self.facts, self.vocab, exact=True)
         self.send("map", graph, len(self.facts), total, True)
+        self._graph = graph
         if self.cache is not None:
             self.cache.forget_missing(set(self.stamps) | set(self._python_files()))
             self.cache.commit()
             self.cache.store_snapshot("map", key, graph)
+
+    def store_map_snapshot(self) -> None:
+        """Store the map after file events, under the key of the tree as it is now, if the
+        map holds every mapped file as it is now: each file whose content changed since the
+        last stored state must have been rescanned at its current stamp. Otherwise (an event
+        not handled yet) nothing is stored; the next quiet moment tries again."""
+        self.snapshot_due = None
+        if self.cache is None or self.state is None or not self.facts_complete or self._graph is None:
+            return
+        try:
+            now = tree_state(self.root)
+        except Exception as exc:  # noqa: BLE001 -- the snapshot is an optimisation; say why it is missing
+            self.send("note", f"map snapshot not stored: {type(exc).__name__}: {exc}")
+            return
+        for rel in now.changed_since(self.state):
+            if rel not in now.tokens:
+                if rel in self.facts:
+                    return  # gone from the tree, still in the map
+                continue
+            try:
+                st = os.stat(self.root / rel)
+            except OSError:
+                return
+            if self.stamps.get(rel) != (st.st_mtime_ns, st.st_size) or rel not in self.scanned:
+                return  # changed since it was scanned (or never scanned): its event is coming
+        self.cache.store_snapshot("map", now.key, self._graph)
+        self.state = now
+        self.scanned.clear()
 
     def _scan_all_tags(self, *, partial: bool = True) -> None:
         """Every source file's facts, from the cache where it is current; with `partial`,
@@ -276,6 +323,8 @@ class Indexer:
     # -- file events -----------------------------------------------------------------------
     def on_events(self, events: list[tuple[str, str]]) -> None:
         if not self.facts_complete:  # the map came from a snapshot: its scans are needed now
+            if not self.stamps:
+                self.stamps = map_stamps(self.root, self.files)
             self._scan_all_tags(partial=False)
         map_changed = False
         for path, kind in events:
@@ -291,6 +340,7 @@ class Indexer:
                     if self.cache is not None:
                         self.cache.forget(rel)
                 map_changed |= self._scan_tags(rel, None)
+                self.scanned.add(rel)
             if rel.endswith(".py") and self.dups.file_ok(rel):
                 if exists:
                     self._index_dups(rel, None)
@@ -299,10 +349,10 @@ class Indexer:
         if map_changed:
             graph = build_graph(self.facts, self.vocab, exact=True)
             self.send("map", graph, len(self.facts), len(self.stamps), True)
-            if self.cache is not None:
-                self.cache.store_snapshot("map", tree_key(self.stamps), graph)
-        elif self.cache is not None:
+            self._graph = graph
+        if self.cache is not None:
             self.cache.commit()
+            self.snapshot_due = time.monotonic() + SNAPSHOT_AFTER_S
 
 
 def map_stamps(root: Path, files: list[str]) -> dict[str, tuple[int, int]]:
@@ -356,7 +406,7 @@ def _tags_from_cache(obj: Any, lang: str) -> tagmod.FileTags | None:
         return None
 
 
-def run_indexer(root: str, conn: Connection, files: list[str], cache_path: str | None,
+def run_indexer(root: str, conn: Connection, files: list[str] | TreeState, cache_path: str | None,
                 use_cache: bool, known_key: bytes | None = None,
                 on_exit: Callable[[], None] | None = None) -> None:
     """Entry point of the child process (or thread)."""
