@@ -87,6 +87,9 @@ class SparkApp(App):
     def __init__(self, root: Path, core_url: str, *, profile: str = "spark", theme: str | None = None,
                  keymap: dict[str, str] | None = None, guards: dict | None = None,
                  add: list[str] | None = None, race_prompt: str | None = None, on_ready=None) -> None:
+        from core.indexing.service import preload
+
+        preload(Path(root))  # the cached repo map is read while the screen is built (issue 14)
         super().__init__()
         self.root = Path(root)
         self.core_url = core_url
@@ -159,7 +162,9 @@ class SparkApp(App):
                 self.station.context.add(self._initial_files)
             except Exception as exc:  # noqa: BLE001 - a file that cannot be added is said, not fatal
                 self.notify(str(exc), severity="error", timeout=10)
-        self._watch()
+        # the watcher walks the tree and sets up its watches (~0.25 s of this loop on
+        # 20,000 files): after the first frame, not before it
+        self.call_after_refresh(self._start_watch)
         self.query_one(SidePanel).mount(VerifyPanel(id="verify"), before=1)
         self._theme_ready = True
 
@@ -252,6 +257,18 @@ class SparkApp(App):
     @work(thread=True, group="index", exit_on_error=False)
     def _build_indexes(self) -> None:
         self.station.build_indexes()
+
+    def _start_watch(self) -> None:
+        self._watch()
+        # a file changed between the indexer's first look at the tree and the watcher's
+        # start would go unseen: once the watcher runs, the tree is compared once more
+        self.set_timer(2.0, self._recheck_indexes)
+
+    @work(thread=True, group="recheck", exit_on_error=False)
+    def _recheck_indexes(self) -> None:
+        indexes = getattr(self.station, "indexes", None)
+        if indexes is not None:
+            indexes.recheck()
 
     @work(group="watch", exit_on_error=False)
     async def _watch(self) -> None:
