@@ -16,12 +16,13 @@ import stat
 import threading
 from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import asdict, dataclass
-from itertools import islice
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from core.detectors.feature_index import FeatureIndex
+from core.detectors import dup_store
+from core.detectors.dup_store import Fingerprint, SnapshotError, UnitTable
 from core.detectors.normalize import (
     FunctionUnit,
     parent_symbol,
@@ -105,12 +106,6 @@ class ClonePair:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class _Entry:
-    path: str
-    unit: FunctionUnit
-
-
 def jaccard(a: np.ndarray, b: np.ndarray) -> float:
     """Jaccard similarity of two sorted unique feature arrays."""
     if not len(a) or not len(b):
@@ -163,11 +158,6 @@ class _Aligner:
         if short >= MIN_CONTAINED_SHARE * long_ and common >= CONTAINED * short:
             return ratio
         return 0.0
-
-
-def _set_jaccard(a: frozenset[str], b: frozenset[str]) -> float:
-    union = len(a | b)
-    return len(a & b) / union if union else 1.0
 
 
 def read_source(path: Path, notes: list[str] | None = None) -> str | None:
@@ -258,24 +248,36 @@ def _drop_inner_of_paired_outer(matches: list[DuplicateMatch]) -> list[Duplicate
 
 
 class DuplicateIndex:
-    """Every function of a tree's Python files, fingerprinted and indexed."""
+    """Every function of a tree's Python files, fingerprinted and indexed.
+
+    Functions live in a frozen columnar `UnitTable` (uids 0..n-1; see dup_store for why:
+    ~0.8 KB a function instead of ~5 KB) plus the rows added since the last freeze (uids
+    n.., Python objects, few). A removed file's frozen rows are only marked dead; a freeze
+    (`finish_loading`, or the delta outgrowing a fifth of the table) folds everything into
+    a new table, keeping the uids' order, which breaks ties between equal twins.
+    """
 
     def __init__(self, root: Path | str) -> None:
         self.root = Path(root)
         self._lock = threading.RLock()
-        self._entries: list[_Entry | None] = []
-        self._by_file: dict[str, list[int]] = {}
-        self._file_sizes: dict[str, int] = {}
-        # functions big enough to check but too small to index: `pairs()` still asks
-        # about them, so a near-miss copy that lost a statement is paired in a scan too
-        self._probes: dict[str, list[FunctionUnit]] = {}
-        self._exact: dict[bytes, set[int]] = {}
-        self._renamed: dict[bytes, set[int]] = {}
-        self._features = FeatureIndex()
-        self._function_count = 0
         self._filter = TreeFilter(self.root)
+        self._memo: dict[str, int] = {}  # word hashes of the strings seen (a load's cache)
+        self._reset()
         # files skipped or read only in part, with why: a scan says so instead of failing
         self.notes: dict[str, list[str]] = {}
+
+    def _reset(self) -> None:
+        self._table = UnitTable.empty()
+        self._alive = np.ones(0, dtype=np.bool_)
+        # rows added since the freeze: (path, fingerprint, indexed); None once removed.
+        # Rows not `indexed` are probes: big enough to check, too small to index, so
+        # `pairs()` still asks about them (a near-miss copy that lost a statement)
+        self._rows: list[tuple[str, Fingerprint, bool] | None] = []
+        self._by_file: dict[str, range | list[int]] = {}
+        self._file_sizes: dict[str, int] = {}
+        self._exact: dict[bytes, list[int]] = {}  # of the rows since the freeze
+        self._renamed: dict[bytes, list[int]] = {}
+        self._function_count = 0
 
     # ----------------------------------------------------------------- building
     def build(self, progress: Callable[[int, int], None] | None = None) -> None:
@@ -294,11 +296,7 @@ class DuplicateIndex:
         """Replace the index with already fingerprinted files (build's second half;
         also how the benchmark loads 100,000 functions without parsing them)."""
         with self._lock:
-            self._entries, self._by_file, self._file_sizes = [], {}, {}
-            self._probes = {}
-            self._exact, self._renamed = {}, {}
-            self._features = FeatureIndex()
-            self._function_count = 0
+            self._reset()
             for rel, units in files:
                 self._insert(rel, units, into_delta=False)
             self._freeze()
@@ -321,16 +319,16 @@ class DuplicateIndex:
         """Index one file's already fingerprinted functions, replacing what it had.
 
         The background indexer's path: it feeds files one at a time (from its cache or
-        parsed). New functions go to the small delta, which queries see at once; the numpy
-        index is refrozen once the delta outgrows a fifth of it. `bulk` (a whole tree being
-        loaded) skips the delta, a dict of lists that cost ~0.5 GB on 20,000 files: exact
-        and renamed twins are found at once, near misses once `finish_loading` (or the
-        loader's periodic call to it) freezes what was added.
+        parsed). New functions go to the small delta, which queries see at once; the table
+        is refrozen once the delta outgrows a fifth of it. `bulk` (a whole tree being
+        loaded) keeps them out of the k-gram delta (a dict of lists that cost ~0.5 GB on
+        20,000 files): exact and renamed twins are found at once, near misses once
+        `finish_loading` (or the loader's periodic call to it) freezes what was added.
         """
         with self._lock:
             self._drop(rel)
             self._insert(rel, units, into_delta=not bulk)
-            if not bulk and self._features.delta_size > max(2000, len(self._entries) // 5):
+            if not bulk and self._table.features.delta_size > max(2000, len(self._table) // 5):
                 self._freeze()
 
     def units_of(self, rel: str) -> list[FunctionUnit]:
@@ -345,12 +343,18 @@ class DuplicateIndex:
         """Fold the delta into the frozen arrays after a series of `add_units`."""
         with self._lock:
             self._freeze()
+            self._memo.clear()
 
     def remove_file(self, rel_path: str) -> None:
         rel = self._relative(rel_path)
         if rel is not None:
             with self._lock:
                 self._drop(rel)
+
+    def files(self) -> set[str]:
+        """The files indexed (with or without functions)."""
+        with self._lock:
+            return set(self._by_file)
 
     def _relative(self, path: str) -> str | None:
         """A posix path relative to the root (absolute paths outside it: None)."""
@@ -375,42 +379,130 @@ class DuplicateIndex:
     def _insert(self, rel: str, units: list[FunctionUnit], *, into_delta: bool) -> None:
         ids = []
         self._function_count += len(units)
-        probes = [u for u in units if u.checkable and not u.indexable]
-        if probes:
-            self._probes[rel] = probes
+        if len(self._memo) > 500_000:
+            self._memo.clear()
+        base = len(self._table)
         for unit in units:
-            if not unit.indexable:
+            if not unit.checkable:
                 continue
-            uid = len(self._entries)
-            self._entries.append(_Entry(rel, unit))
+            indexed = unit.indexable
+            uid = base + len(self._rows)
+            fp = Fingerprint.of(unit, self._memo)
+            self._rows.append((rel, fp, indexed))
             ids.append(uid)
-            self._exact.setdefault(unit.exact_key, set()).add(uid)
-            self._renamed.setdefault(unit.renamed_key, set()).add(uid)
-            if into_delta:
-                self._features.add(uid, unit.features)
+            if indexed:
+                self._exact.setdefault(fp.exact_key, []).append(uid)
+                self._renamed.setdefault(fp.renamed_key, []).append(uid)
+                if into_delta:
+                    self._table.features.add(uid, fp.features)
         self._by_file[rel] = ids
         self._file_sizes[rel] = len(units)
 
     def _drop(self, rel: str) -> None:
+        base = len(self._table)
         for uid in self._by_file.pop(rel, []):
-            entry = self._entries[uid]
-            if entry is None:
+            if uid < base:
+                self._alive[uid] = False
                 continue
-            self._entries[uid] = None
-            for table, key in ((self._exact, entry.unit.exact_key),
-                               (self._renamed, entry.unit.renamed_key)):
-                group = table.get(key)
-                if group is not None:
-                    group.discard(uid)
-                    if not group:
-                        del table[key]
+            row = self._rows[uid - base]
+            if row is None:
+                continue
+            self._rows[uid - base] = None
+            if row[2]:
+                for table, key in ((self._exact, row[1].exact_key), (self._renamed, row[1].renamed_key)):
+                    group = table.get(key)
+                    if group is not None and uid in group:
+                        group.remove(uid)
+                        if not group:
+                            del table[key]
         self._function_count -= self._file_sizes.pop(rel, 0)
-        self._probes.pop(rel, None)
 
     def _freeze(self) -> None:
-        self._features.freeze(
-            (uid, e.unit.features) for uid, e in enumerate(self._entries) if e is not None
-        )
+        """A new table of every live row, frozen rows first, in uid order."""
+        old = self._table
+        live = [row for row in self._rows if row is not None]
+        if not live and self._alive.all() and not old.features.delta_size:
+            return
+        parts = []
+        paths: list[str] = []
+        if len(old):
+            keep = np.flatnonzero(self._alive)
+            files = np.unique(old.file_of[keep])
+            file_map = np.full(len(old.paths), -1, dtype=np.int32)
+            file_map[files] = np.arange(len(files), dtype=np.int32)
+            paths = [old.paths[f] for f in files.tolist()]
+            parts.append(old.take(keep, file_map, paths))
+        number: dict[str, int] = {}
+        rows = []
+        for path, fp, indexed in live:
+            f = number.get(path)
+            if f is None:
+                f = number[path] = len(paths) + len(number)
+            rows.append((f, fp, indexed))
+        paths += list(number)
+        new = UnitTable.from_rows(paths, rows)
+        parts.append(new.take(np.arange(len(new)), np.arange(len(paths), dtype=np.int32), paths))
+        self._adopt(UnitTable.concat(paths, parts).with_lookups())
+
+    def _adopt(self, table: UnitTable) -> None:
+        """Install a frozen table: its rows are the live functions, files in runs."""
+        sizes = dict(self._file_sizes)
+        by_file: dict[str, range | list[int]] = {rel: [] for rel in self._by_file}
+        if len(table):
+            f = table.file_of
+            cuts = np.flatnonzero(f[1:] != f[:-1]) + 1
+            starts = np.concatenate([[0], cuts]).tolist()
+            stops = np.concatenate([cuts, [len(f)]]).tolist()
+            for s, e in zip(starts, stops, strict=True):
+                by_file[table.paths[int(f[s])]] = range(s, e)
+        self._table = table
+        self._alive = np.ones(len(table), dtype=np.bool_)
+        self._rows, self._exact, self._renamed = [], {}, {}
+        self._by_file = by_file
+        self._file_sizes = sizes
+
+    # ------------------------------------------------------------------ snapshot
+    def save_snapshot(self, path: Path, stamps: dict[str, tuple[int, int]], meta: dict[str, Any]) -> None:
+        """Freeze and write the index to `path` (see dup_store.save); `stamps` holds the
+        (mtime_ns, size) of each indexed file, for the next launch to check."""
+        with self._lock:
+            self._freeze()
+            files = sorted(self._by_file)
+            ranges = [self._by_file[f] for f in files]
+            arrays = self._table.arrays()
+            arrays["table_paths"] = _pack(self._table.paths)
+            arrays["files"] = _pack(files)
+            arrays["files_funcs"] = np.array([self._file_sizes.get(f, 0) for f in files], np.int64)
+            arrays["files_start"] = np.array([r.start if isinstance(r, range) else 0 for r in ranges], np.int64)
+            arrays["files_stop"] = np.array([r.stop if isinstance(r, range) else 0 for r in ranges], np.int64)
+            arrays["files_mtime"] = np.array([stamps.get(f, (-1, -1))[0] for f in files], np.int64)
+            arrays["files_size"] = np.array([stamps.get(f, (-1, -1))[1] for f in files], np.int64)
+            dup_store.save(path, meta, arrays)
+
+    def load_snapshot(self, path: Path, expect: dict[str, Any]) -> dict[str, tuple[int, int]]:
+        """Replace the index with a snapshot (memory-mapped); returns the stamps it was
+        saved with. Raises SnapshotError when it cannot be used."""
+        _header, arrays = dup_store.load(path, expect)
+        try:
+            table = UnitTable.from_arrays(_unpack(arrays["table_paths"]), arrays)
+            files = _unpack(arrays["files"])
+            funcs, starts, stops = arrays["files_funcs"], arrays["files_start"], arrays["files_stop"]
+            mtimes, sizes = arrays["files_mtime"], arrays["files_size"]
+            if not len(files) == len(funcs) == len(starts) == len(stops) == len(mtimes) == len(sizes):
+                raise SnapshotError("inconsistent file table")
+            if len(stops) and (int(stops.max()) > len(table) or bool((starts > stops).any())):
+                raise SnapshotError("file rows out of range")
+        except KeyError as exc:
+            raise SnapshotError(f"missing array {exc}") from None
+        with self._lock:
+            self._reset()
+            self._table = table
+            self._alive = np.ones(len(table), dtype=np.bool_)
+            self._by_file = {f: range(s, e) for f, s, e in
+                             zip(files, starts.tolist(), stops.tolist(), strict=True)}
+            self._file_sizes = dict(zip(files, funcs.tolist(), strict=True))
+            self._function_count = int(funcs.sum())
+        return {f: (m, s) for f, m, s in zip(files, mtimes.tolist(), sizes.tolist(), strict=True)}
 
     # ------------------------------------------------------------------ queries
     @property
@@ -420,9 +512,59 @@ class DuplicateIndex:
 
     @property
     def indexed_count(self) -> int:
-        return sum(1 for e in self._entries if e is not None)
+        with self._lock:
+            frozen = int(np.count_nonzero(self._alive & self._table.indexed))
+            return frozen + sum(1 for r in self._rows if r is not None and r[2])
 
-    def _matches(self, unit: FunctionUnit, skip: Callable[[_Entry], bool],
+    def _is_alive(self, uid: int) -> bool:
+        base = len(self._table)
+        return bool(self._alive[uid]) if uid < base else self._rows[uid - base] is not None
+
+    def _path(self, uid: int) -> str:
+        base = len(self._table)
+        if uid < base:
+            return self._table.path(uid)
+        row = self._rows[uid - base]
+        assert row is not None
+        return row[0]
+
+    def _fingerprint(self, uid: int) -> Fingerprint:
+        base = len(self._table)
+        if uid < base:
+            return self._table.fingerprint(uid)
+        row = self._rows[uid - base]
+        assert row is not None
+        return row[1]
+
+    def _feats(self, uid: int) -> np.ndarray:
+        base = len(self._table)
+        return self._table.feats(uid) if uid < base else self._fingerprint(uid).features
+
+    def _group(self, key: bytes, renamed: bool) -> list[int]:
+        """Live indexed uids with this exact (or renamed) key, ascending, at most MAX_GROUP:
+        a generated file of 30,000 same-shaped functions must not make each query rank
+        30,000 twins (a scan would be quadratic)."""
+        frozen = self._table.group(key, renamed)
+        if len(frozen):
+            frozen = frozen[self._alive[frozen]]
+        out = frozen[:MAX_GROUP].tolist()
+        if len(out) < MAX_GROUP:
+            out += (self._renamed if renamed else self._exact).get(key, [])[:MAX_GROUP - len(out)]
+        return out
+
+    def _word_jaccards(self, which: str, query: np.ndarray, uids: list[int]) -> list[float]:
+        """Jaccard of the query's anchors (or lexicon) hashes with each uid's."""
+        base = len(self._table)
+        frozen = [u for u in uids if u < base]
+        scores = dict(zip(frozen, self._table.set_jaccards(which, query, np.asarray(frozen, np.int64)).tolist(),
+                          strict=True)) if frozen else {}
+        for u in uids:
+            if u >= base:
+                fp = self._fingerprint(u)
+                scores[u] = _hash_jaccard(query, fp.anchors if which == "anchors" else fp.lexicon)
+        return [scores[u] for u in uids]
+
+    def _matches(self, unit: Fingerprint, skip: Callable[[int], bool],
                  limit: int, *, short_floor: bool = True) -> list[tuple[int, float, int]]:
         """(uid, similarity, clone type) of the unit's twins, best first.
 
@@ -431,50 +573,46 @@ class DuplicateIndex:
         copied from usually still shares names with it).
         """
         found: dict[int, tuple[float, int]] = {}
-        # a generated file of 30,000 same-shaped functions must not make each query
-        # rank 30,000 twins (a scan would be quadratic): a bounded sample of each group
-        for uid in islice(self._exact.get(unit.exact_key, ()), MAX_GROUP):
+        for uid in self._group(unit.exact_key, False):
             found[uid] = (1.0, 1)
-        for uid in islice(self._renamed.get(unit.renamed_key, ()), MAX_GROUP):
+        for uid in self._group(unit.renamed_key, True):
             found.setdefault(uid, (1.0, 2))
-        entries = self._entries
-        if any(not skip(entries[uid]) for uid in found):  # type: ignore[arg-type]
+        if any(not skip(uid) for uid in found):
             return self._rank(unit, found, skip, limit)  # near misses would not be shown
         near: list[tuple[float, int]] = []
         floor = SHORT_KGRAM_FLOOR if short_floor and unit.tokens < SHORT_TOKENS else KGRAM_FLOOR
-        for uid, estimate in self._features.candidates(
-            unit.features, lambda u: entries[u] is not None, CANDIDATES
-        ):
+        for uid, estimate in self._table.features.candidates(unit.features, self._is_alive, CANDIDATES):
             if uid in found or estimate < floor * PRUNE_BELOW:
                 continue
-            sim = jaccard(unit.features, entries[uid].unit.features)  # type: ignore[union-attr]
+            sim = jaccard(unit.features, self._feats(uid))
             if sim >= floor:
                 near.append((sim, uid))
         near.sort(reverse=True)
-        aligner = _Aligner(unit.roles)
-        for sim, uid in near[:ALIGN_AT_MOST]:
-            if _set_jaccard(unit.anchors, entries[uid].unit.anchors) < ANCHOR_FLOOR:  # type: ignore[union-attr]
-                continue
-            ratio = aligner.ratio(entries[uid].unit.roles, sim)  # type: ignore[union-attr]
-            if ratio:
-                found[uid] = (min(ratio, 0.99), 3)  # not an exact or renamed copy: below 1
+        near = near[:ALIGN_AT_MOST]
+        if near:
+            aligner = _Aligner(unit.roles)
+            anchors = self._word_jaccards("anchors", unit.anchors, [uid for _, uid in near])
+            for (sim, uid), shared in zip(near, anchors, strict=True):
+                if shared < ANCHOR_FLOOR:
+                    continue
+                ratio = aligner.ratio(self._fingerprint(uid).roles, sim)
+                if ratio:
+                    found[uid] = (min(ratio, 0.99), 3)  # not an exact or renamed copy: below 1
         return self._rank(unit, found, skip, limit)
 
-    def _rank(self, unit: FunctionUnit, found: dict[int, tuple[float, int]],
-              skip: Callable[[_Entry], bool], limit: int) -> list[tuple[int, float, int]]:
+    def _rank(self, unit: Fingerprint, found: dict[int, tuple[float, int]],
+              skip: Callable[[int], bool], limit: int) -> list[tuple[int, float, int]]:
         """Best first, and only the twins worth showing beside the best."""
-        entries = self._entries
-        scored = []
-        for uid, (sim, ctype) in found.items():
-            entry = entries[uid]
-            assert entry is not None
-            if not skip(entry):
-                lexical = _set_jaccard(unit.anchors, entry.unit.anchors)
-                words = _set_jaccard(unit.lexicon, entry.unit.lexicon)
-                scored.append((ctype, -round(sim, 4), -lexical, -words, uid))
-        scored.sort()
-        if not scored:
+        uids = [uid for uid in found if not skip(uid)]
+        if not uids:
             return []
+        lexical = self._word_jaccards("anchors", unit.anchors, uids)
+        words = self._word_jaccards("lexicon", unit.lexicon, uids)
+        scored = []
+        for uid, lex, word in zip(uids, lexical, words, strict=True):
+            sim, ctype = found[uid]
+            scored.append((ctype, -round(sim, 4), -lex, -word, uid))
+        scored.sort()
         best_type, best, best_lex = scored[0][0], -scored[0][1], -scored[0][2]
         return [
             (uid, -neg_sim, ctype)
@@ -520,21 +658,20 @@ class DuplicateIndex:
         with self._lock:
             for unit in units:
 
-                def skip(entry: _Entry, unit: FunctionUnit = unit) -> bool:
-                    return entry.path == norm_excl or (
-                        entry.path == norm_path and entry.unit.symbol == unit.symbol
-                    )
+                def skip(uid: int, symbol: str = unit.symbol) -> bool:
+                    where = self._path(uid)
+                    return where == norm_excl or (
+                        where == norm_path and self._fingerprint(uid).symbol == symbol)
 
-                for uid, sim, ctype in self._matches(unit, skip, limit):
-                    twin = self._entries[uid]
-                    assert twin is not None
+                for uid, sim, ctype in self._matches(Fingerprint.of(unit), skip, limit):
+                    twin = self._fingerprint(uid)
                     results.append(
                         DuplicateMatch(
                             new_symbol=unit.symbol,
                             new_line=unit.line,
-                            twin_path=twin.path,
-                            twin_symbol=twin.unit.symbol,
-                            twin_line=twin.unit.line,
+                            twin_path=self._path(uid),
+                            twin_symbol=twin.symbol,
+                            twin_line=twin.line,
                             similarity=round(sim, 4),
                             clone_type=ctype,
                         )
@@ -553,18 +690,16 @@ class DuplicateIndex:
         """
         out: dict[tuple[FunctionRef, FunctionRef], tuple[float, int]] = {}
 
-        def ref(path: str, unit: FunctionUnit) -> FunctionRef:
-            return FunctionRef(path, unit.symbol, unit.line)
-
         with self._lock:
-            queries: list[tuple[str, FunctionUnit, _Entry | None]] = [
-                (e.path, e.unit, e) for e in self._entries if e is not None]
-            queries += [(p, u, None) for p, units in self._probes.items() for u in units]
-            for path, unit, me in queries:
+            base = len(self._table)
+            live = [u for u in np.flatnonzero(self._alive).tolist()]
+            live += [base + i for i, row in enumerate(self._rows) if row is not None]
+            for me in live:
+                unit, path = self._fingerprint(me), self._path(me)
 
-                def skip(other: _Entry, me: _Entry | None = me, unit: FunctionUnit = unit,
-                         path: str = path) -> bool:
-                    return other is me or (other.path == path and other.unit.line == unit.line)
+                def skip(other: int, me: int = me, line: int = unit.line, path: str = path) -> bool:
+                    return other == me or (self._path(other) == path
+                                           and self._fingerprint(other).line == line)
 
                 # the lower floor for short functions is for checks (a new function the
                 # user is about to accept); over a whole tree it pairs more patterns
@@ -572,9 +707,9 @@ class DuplicateIndex:
                 if not best:
                     continue
                 uid, sim, ctype = best[0]
-                twin = self._entries[uid]
-                assert twin is not None
-                a, b = sorted((ref(path, unit), ref(twin.path, twin.unit)),
+                twin = self._fingerprint(uid)
+                a, b = sorted((FunctionRef(path, unit.symbol, unit.line),
+                               FunctionRef(self._path(uid), twin.symbol, twin.line)),
                               key=lambda r: (r.path, r.line, r.symbol))
                 if a != b and ((a, b) not in out or (ctype, -sim) < (out[a, b][1], -out[a, b][0])):
                     out[a, b] = (sim, ctype)
@@ -589,3 +724,20 @@ class DuplicateIndex:
                  if not inner_of_paired_outer(a, b)]
         pairs.sort(key=lambda p: (p.a.path, p.a.line, p.a.symbol, p.b.path, p.b.line))
         return pairs
+
+
+def _hash_jaccard(a: np.ndarray, b: np.ndarray) -> float:
+    """Jaccard of two sorted unique hash arrays (1.0 when both are empty, like sets)."""
+    shared = np.intersect1d(a, b, assume_unique=True).size if len(a) and len(b) else 0
+    union = len(a) + len(b) - shared
+    return shared / union if union else 1.0
+
+
+def _pack(strings: list[str]) -> np.ndarray:
+    """Paths as one NUL-separated uint8 array (a path cannot hold a NUL)."""
+    return np.frombuffer("\0".join(strings).encode("utf-8", "surrogateescape"), np.uint8)
+
+
+def _unpack(packed: np.ndarray) -> list[str]:
+    text = bytes(packed).decode("utf-8", "surrogateescape")
+    return text.split("\0") if text else []

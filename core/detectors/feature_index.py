@@ -45,27 +45,45 @@ class FeatureIndex:
     def freeze(self, live: Iterable[tuple[int, np.ndarray]]) -> None:
         """Rebuild the CSR arrays from every live function (drops removed ones)."""
         pairs = [(uid, feats) for uid, feats in live if len(feats)]
-        if pairs:
-            keys = np.concatenate([f for _, f in pairs])
-            uids = np.concatenate(
-                [np.full(len(f), uid, dtype=np.int32) for uid, f in pairs]
-            )
-            order = np.argsort(keys, kind="stable")
-            keys, uids = keys[order], uids[order]
-            uniq, starts = np.unique(keys, return_index=True)
-            self._keys = uniq
-            self._offsets = np.append(starts, len(keys)).astype(np.int64)
-            self._postings = uids
-            sizes = np.zeros(max(uid for uid, _ in pairs) + 1, dtype=np.int32)
-            for uid, feats in pairs:
-                sizes[uid] = len(feats)
-            self._sizes = sizes
-        else:
+        if not pairs:
             self._clear()
             return
+        sizes = np.zeros(max(uid for uid, _ in pairs) + 1, dtype=np.int32)
+        for uid, feats in pairs:
+            sizes[uid] = len(feats)
+        self.freeze_flat(np.concatenate([f for _, f in pairs]),
+                         np.concatenate([np.full(len(f), uid, dtype=np.int32) for uid, f in pairs]),
+                         sizes, len(sizes))
+
+    def freeze_flat(self, keys: np.ndarray, uids: np.ndarray, sizes: np.ndarray, n: int) -> None:
+        """`freeze` from flat arrays: every live function's features concatenated in uid
+        order (`keys`), the uid of each (`uids`), and the feature count per uid (`sizes`,
+        0 for the functions not indexed). Same arrays as `freeze`, without a Python loop."""
+        if not len(keys):
+            self._clear()
+            return
+        order = np.argsort(keys, kind="stable")
+        keys, uids = keys[order], uids[order].astype(np.int32, copy=False)
+        uniq, starts = np.unique(keys, return_index=True)
+        self._keys = uniq
+        self._offsets = np.append(starts, len(keys)).astype(np.int64)
+        self._postings = uids
+        self._sizes = np.zeros(n, dtype=np.int32)
+        self._sizes[:len(sizes)] = sizes
         self._delta = {}
         self._delta_count = 0
         self._delta_sizes = {}
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The frozen arrays (a snapshot holds them; the delta must be empty)."""
+        return {"keys": self._keys, "offsets": self._offsets, "postings": self._postings,
+                "sizes": self._sizes}
+
+    def load_arrays(self, arrays: dict[str, np.ndarray]) -> None:
+        """Adopt frozen arrays from a snapshot (read-only views are fine: never written)."""
+        self._clear()
+        self._keys, self._offsets = arrays["keys"], arrays["offsets"]
+        self._postings, self._sizes = arrays["postings"], arrays["sizes"]
 
     def candidates(
         self, features: np.ndarray, alive: Callable[[int], bool], limit: int

@@ -1,0 +1,586 @@
+"""The duplicate index as it was before the compact store (4b7001d), kept as the reference the
+compact index must agree with (tests/core/detectors/test_dup_store.py). Not used by the app."""
+# ruff: noqa
+# mypy: ignore-errors
+
+from __future__ import annotations
+
+import difflib
+import os
+import stat
+import threading
+from collections.abc import Callable, Collection, Iterable, Iterator
+from dataclasses import asdict, dataclass
+from itertools import islice
+from pathlib import Path
+
+import numpy as np
+
+from core.detectors.feature_index import FeatureIndex
+from core.detectors.normalize import (
+    FunctionUnit,
+    parent_symbol,
+    units_from_source,
+)
+
+# A near-miss (type 3) needs both: enough shared role k-grams (cheap, from the index)
+# and an alignment of the role sequences (difflib ratio, the reported similarity).
+# k-grams alone punish a changed statement in a short function too hard; alignment
+# alone is too slow to run on every candidate. Tuned on bench/dups_eval.py.
+KGRAM_FLOOR = 0.45  # Jaccard of role 4-grams a candidate needs to be aligned at all
+# ... in a short function one added statement (a try/except wrapper) breaks most 4-grams
+# while the alignment still sees the copy: short checked functions align from a lower
+# floor (checks only: in a scan it paired 13 % more look-alikes for no recall)
+SHORT_TOKENS = 60
+SHORT_KGRAM_FLOOR = 0.3
+TYPE3_THRESHOLD = 0.8  # alignment ratio at or above which a near-miss is reported
+# ... or, for a statement added or removed (a guard clause, a try/except wrapper), a
+# lower ratio when the shorter sequence lies almost all inside the longer one
+CONTAINED = 0.95  # share of the shorter role sequence found, in order, in the longer
+MIN_CONTAINED_SHARE = 0.6  # the shorter is at least this share of the longer
+CONTAINED_THRESHOLD = 0.74  # = 2 * 0.6 / 1.6 at 0.95 containment, roughly
+KGRAM_ONLY = 0.55  # Jaccard that suffices alone for sequences too long to align
+MAX_ALIGN_TOKENS = 5000  # longer sequences: k-grams alone (one statement is a small part)
+ALIGN_AT_MOST = 20  # candidates aligned per query, best Jaccard first
+PRUNE_BELOW = 0.6  # candidates estimated below this share of the floor are not verified
+NEAR_BEST = 0.05  # other near misses are reported only this close to the best one
+LEXICAL_MARGIN = 0.25  # ... and sharing about as many names (see _rank)
+CANDIDATES = 40  # candidates verified per query
+MAX_GROUP = 200  # exact or renamed twins looked at per query
+# a near miss shares some of the names a copy-edit keeps (globals, builtins, attributes,
+# keywords): equally shaped code about different things (sibling `__init__`s that
+# store different fields) is a pattern, not a copy. Measured: true near misses >= 0.25.
+ANCHOR_FLOOR = 0.2
+MAX_FILE_BYTES = 2_000_000  # larger .py files are generated data, not code anyone reads
+EXCLUDED_DIRS = {
+    ".git", ".hg", ".svn", ".venv", "venv", "env", "__pycache__", "node_modules", ".tox",
+    ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache", "site-packages", ".eggs",
+    "build", "dist",
+}  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class DuplicateMatch:
+    """A new function and the indexed function it duplicates."""
+
+    new_symbol: str
+    new_line: int
+    twin_path: str
+    twin_symbol: str
+    twin_line: int
+    similarity: float  # 0..1; 1.0 for types 1 and 2
+    clone_type: int  # 1 exact, 2 renamed identifiers/literals, 3 near-miss
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionRef:
+    path: str
+    symbol: str
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
+class ClonePair:
+    """Two indexed functions that are clones of each other (``a`` sorts first)."""
+
+    a: FunctionRef
+    b: FunctionRef
+    similarity: float
+    clone_type: int
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "a": asdict(self.a),
+            "b": asdict(self.b),
+            "similarity": round(self.similarity, 4),
+            "type": self.clone_type,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    path: str
+    unit: FunctionUnit
+
+
+def jaccard(a: np.ndarray, b: np.ndarray) -> float:
+    """Jaccard similarity of two sorted unique feature arrays."""
+    if not len(a) or not len(b):
+        return 0.0
+    shared = np.intersect1d(a, b, assume_unique=True).size
+    return shared / (len(a) + len(b) - shared)
+
+
+class _Aligner:
+    """Alignment ratio of one query's role sequence against candidates' sequences.
+
+    The ratio is 2 * LCS / (len(a) + len(b)) (rapidfuzz's normalized Indel similarity,
+    difflib's ratio in C++: microseconds instead of a millisecond); difflib stands in
+    if rapidfuzz is missing.
+    """
+
+    def __init__(self, roles: str) -> None:
+        self.query = roles
+        try:
+            from rapidfuzz.distance import Indel
+        except ImportError:  # pragma: no cover - rapidfuzz is a dependency
+            self._indel = None
+            self._matcher = difflib.SequenceMatcher(None, autojunk=False)
+            self._matcher.set_seq2(roles)
+        else:
+            self._indel = Indel
+
+    def ratio(self, roles: str, kgram_jaccard: float) -> float:
+        if max(len(roles), len(self.query)) > MAX_ALIGN_TOKENS:
+            # k-gram Jaccard mapped onto the alignment scale (0.55 -> 0.8, 1 -> 1)
+            if kgram_jaccard < KGRAM_ONLY:
+                return 0.0
+            return 0.8 + 0.2 * (kgram_jaccard - KGRAM_ONLY) / (1 - KGRAM_ONLY)
+        if self._indel is not None:
+            ratio = float(self._indel.normalized_similarity(
+                self.query, roles, score_cutoff=CONTAINED_THRESHOLD))
+        else:
+            m = self._matcher
+            m.set_seq1(roles)
+            if (m.real_quick_ratio() < CONTAINED_THRESHOLD
+                    or m.quick_ratio() < CONTAINED_THRESHOLD):
+                return 0.0
+            ratio = m.ratio()
+        if ratio >= TYPE3_THRESHOLD or not ratio:
+            return ratio
+        # below the threshold: still a near miss when one sequence is (almost) all inside
+        # the other, i.e. a statement was added or removed, not code rewritten
+        short, long_ = sorted((len(roles), len(self.query)))
+        common = ratio * (short + long_) / 2  # the longest common subsequence
+        if short >= MIN_CONTAINED_SHARE * long_ and common >= CONTAINED * short:
+            return ratio
+        return 0.0
+
+
+def _set_jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    union = len(a | b)
+    return len(a & b) / union if union else 1.0
+
+
+def read_source(path: Path, notes: list[str] | None = None) -> str | None:
+    """Source text of a Python file, or None when it is not a readable regular file.
+
+    Only regular files are read (a FIFO named `x.py` would block a scan forever); a file
+    that vanished, is too large or is binary gives None and a note. Text that is not
+    UTF-8 is read as Latin-1 (Python 2 era files), with a note.
+    """
+
+    def note(text: str) -> None:
+        if notes is not None:
+            notes.append(text)
+
+    try:
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode):
+            note("not a regular file, skipped")
+            return None
+        if st.st_size > MAX_FILE_BYTES:
+            note(f"larger than {MAX_FILE_BYTES // 1_000_000} MB, skipped")
+            return None
+        data = path.read_bytes()
+    except OSError as exc:
+        note(f"cannot read ({exc.strerror or exc}), skipped")
+        return None
+    if b"\x00" in data:
+        note("binary (NUL bytes), skipped")
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        note("not UTF-8, read as Latin-1")
+        return data.decode("latin-1")
+
+
+class TreeFilter:
+    """Which paths of a tree hold the user's Python code: not tool or vendored dirs,
+    not what the root .gitignore ignores (git's own matching rules, via pathspec)."""
+
+    def __init__(self, root: Path) -> None:
+        import pathspec
+
+        try:
+            lines = (root / ".gitignore").read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            lines = []
+        self._spec = pathspec.GitIgnoreSpec.from_lines(lines)
+
+    def dir_ok(self, rel_dir: str, name: str) -> bool:
+        return (
+            name not in EXCLUDED_DIRS
+            and not name.endswith(".egg-info")
+            and not self._spec.match_file(rel_dir + "/")
+        )
+
+    def file_ok(self, rel: str) -> bool:
+        """A .py file outside every excluded folder (also for paths from file events)."""
+        parts = rel.split("/")
+        if not parts[-1].endswith(".py") or ".." in parts:
+            return False
+        for k in range(1, len(parts)):
+            if not self.dir_ok("/".join(parts[:k]), parts[k - 1]):
+                return False
+        return not self._spec.match_file(rel)
+
+
+def iter_python_files(root: Path) -> Iterator[str]:
+    """Relative paths (posix, sorted) of the tree's .py files (see TreeFilter)."""
+    tree_filter = TreeFilter(root)
+    for dirpath, dirnames, filenames in os.walk(root):
+        base = Path(dirpath).relative_to(root)
+        dirnames[:] = sorted(d for d in dirnames if tree_filter.dir_ok((base / d).as_posix(), d))
+        for name in sorted(filenames):
+            rel = (base / name).as_posix()
+            if name.endswith(".py") and not tree_filter._spec.match_file(rel):
+                yield rel
+
+
+def _drop_inner_of_paired_outer(matches: list[DuplicateMatch]) -> list[DuplicateMatch]:
+    """A nested function whose outer function matched the twin's outer function says
+    nothing new: the copy of the outer function is the finding."""
+    outer = {(m.new_symbol, m.twin_path, m.twin_symbol) for m in matches}
+    return [
+        m for m in matches
+        if (parent_symbol(m.new_symbol), m.twin_path, parent_symbol(m.twin_symbol)) not in outer
+    ]
+
+
+class DuplicateIndex:
+    """Every function of a tree's Python files, fingerprinted and indexed."""
+
+    def __init__(self, root: Path | str) -> None:
+        self.root = Path(root)
+        self._lock = threading.RLock()
+        self._entries: list[_Entry | None] = []
+        self._by_file: dict[str, list[int]] = {}
+        self._file_sizes: dict[str, int] = {}
+        # functions big enough to check but too small to index: `pairs()` still asks
+        # about them, so a near-miss copy that lost a statement is paired in a scan too
+        self._probes: dict[str, list[FunctionUnit]] = {}
+        self._exact: dict[bytes, set[int]] = {}
+        self._renamed: dict[bytes, set[int]] = {}
+        self._features = FeatureIndex()
+        self._function_count = 0
+        self._filter = TreeFilter(self.root)
+        # files skipped or read only in part, with why: a scan says so instead of failing
+        self.notes: dict[str, list[str]] = {}
+
+    # ----------------------------------------------------------------- building
+    def build(self, progress: Callable[[int, int], None] | None = None) -> None:
+        """(Re)index the whole tree; `progress(done, total)` is called per file."""
+        self._filter = TreeFilter(self.root)
+        self.notes = {}
+        files = list(iter_python_files(self.root))
+        parsed: list[tuple[str, list[FunctionUnit]]] = []
+        for i, rel in enumerate(files, 1):
+            parsed.append((rel, self._units_of(rel)))
+            if progress is not None:
+                progress(i, len(files))
+        self.load(parsed)
+
+    def load(self, files: Iterable[tuple[str, list[FunctionUnit]]]) -> None:
+        """Replace the index with already fingerprinted files (build's second half;
+        also how the benchmark loads 100,000 functions without parsing them)."""
+        with self._lock:
+            self._entries, self._by_file, self._file_sizes = [], {}, {}
+            self._probes = {}
+            self._exact, self._renamed = {}, {}
+            self._features = FeatureIndex()
+            self._function_count = 0
+            for rel, units in files:
+                self._insert(rel, units, into_delta=False)
+            self._freeze()
+
+    def update_file(self, rel_path: str) -> None:
+        """Re-index one file after a create/modify event (a deleted file is removed).
+
+        Events for files the tree walk would skip (not .py, inside .venv, ignored by
+        .gitignore) are ignored, so a watcher can forward every event it sees.
+        """
+        rel = self._relative(rel_path)
+        if rel is None or not self._filter.file_ok(rel):
+            return
+        if not (self.root / rel).is_file():
+            self.remove_file(rel)
+            return
+        self.add_units(rel, self._units_of(rel))
+
+    def add_units(self, rel: str, units: list[FunctionUnit], *, bulk: bool = False) -> None:
+        """Index one file's already fingerprinted functions, replacing what it had.
+
+        The background indexer's path: it feeds files one at a time (from its cache or
+        parsed). New functions go to the small delta, which queries see at once; the numpy
+        index is refrozen once the delta outgrows a fifth of it. `bulk` (a whole tree being
+        loaded) skips the delta, a dict of lists that cost ~0.5 GB on 20,000 files: exact
+        and renamed twins are found at once, near misses once `finish_loading` (or the
+        loader's periodic call to it) freezes what was added.
+        """
+        with self._lock:
+            self._drop(rel)
+            self._insert(rel, units, into_delta=not bulk)
+            if not bulk and self._features.delta_size > max(2000, len(self._entries) // 5):
+                self._freeze()
+
+    def units_of(self, rel: str) -> list[FunctionUnit]:
+        """Parse and fingerprint one file of the tree (notes kept in `notes`)."""
+        return self._units_of(rel)
+
+    def file_ok(self, rel: str) -> bool:
+        """Whether rel is one of the files a build indexes (see TreeFilter)."""
+        return self._filter.file_ok(rel)
+
+    def finish_loading(self) -> None:
+        """Fold the delta into the frozen arrays after a series of `add_units`."""
+        with self._lock:
+            self._freeze()
+
+    def remove_file(self, rel_path: str) -> None:
+        rel = self._relative(rel_path)
+        if rel is not None:
+            with self._lock:
+                self._drop(rel)
+
+    def _relative(self, path: str) -> str | None:
+        """A posix path relative to the root (absolute paths outside it: None)."""
+        p = Path(path)
+        if p.is_absolute():
+            try:
+                p = p.resolve().relative_to(self.root.resolve())
+            except ValueError:
+                return None
+        return p.as_posix()
+
+    def _units_of(self, rel: str) -> list[FunctionUnit]:
+        notes: list[str] = []
+        source = read_source(self.root / rel, notes)
+        units = units_from_source(source, notes) if source is not None else []
+        if notes:
+            self.notes[rel] = notes
+        else:
+            self.notes.pop(rel, None)
+        return units
+
+    def _insert(self, rel: str, units: list[FunctionUnit], *, into_delta: bool) -> None:
+        ids = []
+        self._function_count += len(units)
+        probes = [u for u in units if u.checkable and not u.indexable]
+        if probes:
+            self._probes[rel] = probes
+        for unit in units:
+            if not unit.indexable:
+                continue
+            uid = len(self._entries)
+            self._entries.append(_Entry(rel, unit))
+            ids.append(uid)
+            self._exact.setdefault(unit.exact_key, set()).add(uid)
+            self._renamed.setdefault(unit.renamed_key, set()).add(uid)
+            if into_delta:
+                self._features.add(uid, unit.features)
+        self._by_file[rel] = ids
+        self._file_sizes[rel] = len(units)
+
+    def _drop(self, rel: str) -> None:
+        for uid in self._by_file.pop(rel, []):
+            entry = self._entries[uid]
+            if entry is None:
+                continue
+            self._entries[uid] = None
+            for table, key in ((self._exact, entry.unit.exact_key),
+                               (self._renamed, entry.unit.renamed_key)):
+                group = table.get(key)
+                if group is not None:
+                    group.discard(uid)
+                    if not group:
+                        del table[key]
+        self._function_count -= self._file_sizes.pop(rel, 0)
+        self._probes.pop(rel, None)
+
+    def _freeze(self) -> None:
+        self._features.freeze(
+            (uid, e.unit.features) for uid, e in enumerate(self._entries) if e is not None
+        )
+
+    # ------------------------------------------------------------------ queries
+    @property
+    def function_count(self) -> int:
+        """All functions and methods seen (indexable or too small to index)."""
+        return self._function_count
+
+    @property
+    def indexed_count(self) -> int:
+        return sum(1 for e in self._entries if e is not None)
+
+    def _matches(self, unit: FunctionUnit, skip: Callable[[_Entry], bool],
+                 limit: int, *, short_floor: bool = True) -> list[tuple[int, float, int]]:
+        """(uid, similarity, clone type) of the unit's twins, best first.
+
+        Best is the lowest clone type, then the highest structural similarity, then the
+        most identifiers in common (of several equally shaped twins, the one it was
+        copied from usually still shares names with it).
+        """
+        found: dict[int, tuple[float, int]] = {}
+        # a generated file of 30,000 same-shaped functions must not make each query
+        # rank 30,000 twins (a scan would be quadratic): a bounded sample of each group
+        for uid in islice(self._exact.get(unit.exact_key, ()), MAX_GROUP):
+            found[uid] = (1.0, 1)
+        for uid in islice(self._renamed.get(unit.renamed_key, ()), MAX_GROUP):
+            found.setdefault(uid, (1.0, 2))
+        entries = self._entries
+        if any(not skip(entries[uid]) for uid in found):  # type: ignore[arg-type]
+            return self._rank(unit, found, skip, limit)  # near misses would not be shown
+        near: list[tuple[float, int]] = []
+        floor = SHORT_KGRAM_FLOOR if short_floor and unit.tokens < SHORT_TOKENS else KGRAM_FLOOR
+        for uid, estimate in self._features.candidates(
+            unit.features, lambda u: entries[u] is not None, CANDIDATES
+        ):
+            if uid in found or estimate < floor * PRUNE_BELOW:
+                continue
+            sim = jaccard(unit.features, entries[uid].unit.features)  # type: ignore[union-attr]
+            if sim >= floor:
+                near.append((sim, uid))
+        near.sort(reverse=True)
+        aligner = _Aligner(unit.roles)
+        for sim, uid in near[:ALIGN_AT_MOST]:
+            if _set_jaccard(unit.anchors, entries[uid].unit.anchors) < ANCHOR_FLOOR:  # type: ignore[union-attr]
+                continue
+            ratio = aligner.ratio(entries[uid].unit.roles, sim)  # type: ignore[union-attr]
+            if ratio:
+                found[uid] = (min(ratio, 0.99), 3)  # not an exact or renamed copy: below 1
+        return self._rank(unit, found, skip, limit)
+
+    def _rank(self, unit: FunctionUnit, found: dict[int, tuple[float, int]],
+              skip: Callable[[_Entry], bool], limit: int) -> list[tuple[int, float, int]]:
+        """Best first, and only the twins worth showing beside the best."""
+        entries = self._entries
+        scored = []
+        for uid, (sim, ctype) in found.items():
+            entry = entries[uid]
+            assert entry is not None
+            if not skip(entry):
+                lexical = _set_jaccard(unit.anchors, entry.unit.anchors)
+                words = _set_jaccard(unit.lexicon, entry.unit.lexicon)
+                scored.append((ctype, -round(sim, 4), -lexical, -words, uid))
+        scored.sort()
+        if not scored:
+            return []
+        best_type, best, best_lex = scored[0][0], -scored[0][1], -scored[0][2]
+        return [
+            (uid, -neg_sim, ctype)
+            for ctype, neg_sim, neg_lex, _neg_words, uid in scored
+            # only the closest kind of twin: beside an exact copy, same-shaped renamed
+            # functions are noise. Of several renamed or near twins, only those about as
+            # close as the best in shape and in the names they use.
+            if ctype == best_type
+            and (ctype == 1 or -neg_lex >= best_lex - LEXICAL_MARGIN)
+            and -neg_sim >= best - NEAR_BEST
+        ][:limit]
+
+    def check_source(
+        self,
+        source: str,
+        path: str | None = None,
+        *,
+        exclude_path: str | None = None,
+        limit: int = 3,
+        lines: Collection[int] | None = None,
+        notes: list[str] | None = None,
+    ) -> list[DuplicateMatch]:
+        """Twins in the index of every complete function in `source`.
+
+        `source` may be code still being written: a trailing incomplete function or a
+        syntax error is tolerated and whatever parses is checked. `path` (relative to
+        the root) is where the source lives: a function never matches its own indexed
+        version (same path and symbol). `exclude_path` skips every twin in that file.
+        At most `limit` twins per function, exact before renamed before near-miss.
+        `lines` (1-based line numbers of `source`, e.g. a hunk's added lines) limits the
+        check to the functions that overlap them: a whole file costs ~1 ms per function.
+        `notes` collects what could not be read (a syntax error: what parsed was checked).
+        """
+        norm_path = Path(path).as_posix() if path else None
+        norm_excl = Path(exclude_path).as_posix() if exclude_path else None
+        if lines is None:
+            units = [u for u in units_from_source(source, notes) if u.checkable]
+        else:
+            wanted = set(lines)
+            units = [u for u in units_from_source(source, notes, lines=wanted) if u.checkable
+                     and any(n in wanted for n in range(u.line, u.end_line + 1))]
+        results: list[DuplicateMatch] = []
+        with self._lock:
+            for unit in units:
+
+                def skip(entry: _Entry, unit: FunctionUnit = unit) -> bool:
+                    return entry.path == norm_excl or (
+                        entry.path == norm_path and entry.unit.symbol == unit.symbol
+                    )
+
+                for uid, sim, ctype in self._matches(unit, skip, limit):
+                    twin = self._entries[uid]
+                    assert twin is not None
+                    results.append(
+                        DuplicateMatch(
+                            new_symbol=unit.symbol,
+                            new_line=unit.line,
+                            twin_path=twin.path,
+                            twin_symbol=twin.unit.symbol,
+                            twin_line=twin.unit.line,
+                            similarity=round(sim, 4),
+                            clone_type=ctype,
+                        )
+                    )
+        return _drop_inner_of_paired_outer(results)
+
+    def pairs(self) -> list[ClonePair]:
+        """Each function paired with its best twin, once per pair, sorted by path and line.
+
+        Reporting every clone pair would square a family: four sibling copies make six
+        pairs, and each near miss of one of them would pair with all four. So each
+        function reports only its best twin (lowest clone type, then highest similarity,
+        then most shared names); twins tied on all three are a family of copies of each
+        other, of which the one sharing the most names (then the first by path) stands
+        for all. A pair's ``a`` is the one that sorts first by (path, line, symbol).
+        """
+        out: dict[tuple[FunctionRef, FunctionRef], tuple[float, int]] = {}
+
+        def ref(path: str, unit: FunctionUnit) -> FunctionRef:
+            return FunctionRef(path, unit.symbol, unit.line)
+
+        with self._lock:
+            queries: list[tuple[str, FunctionUnit, _Entry | None]] = [
+                (e.path, e.unit, e) for e in self._entries if e is not None]
+            queries += [(p, u, None) for p, units in self._probes.items() for u in units]
+            for path, unit, me in queries:
+
+                def skip(other: _Entry, me: _Entry | None = me, unit: FunctionUnit = unit,
+                         path: str = path) -> bool:
+                    return other is me or (other.path == path and other.unit.line == unit.line)
+
+                # the lower floor for short functions is for checks (a new function the
+                # user is about to accept); over a whole tree it pairs more patterns
+                best = self._matches(unit, skip, CANDIDATES, short_floor=False)
+                if not best:
+                    continue
+                uid, sim, ctype = best[0]
+                twin = self._entries[uid]
+                assert twin is not None
+                a, b = sorted((ref(path, unit), ref(twin.path, twin.unit)),
+                              key=lambda r: (r.path, r.line, r.symbol))
+                if a != b and ((a, b) not in out or (ctype, -sim) < (out[a, b][1], -out[a, b][0])):
+                    out[a, b] = (sim, ctype)
+        paired = {frozenset({(a.path, a.symbol), (b.path, b.symbol)}) for a, b in out}
+
+        def inner_of_paired_outer(a: FunctionRef, b: FunctionRef) -> bool:
+            pa, pb = parent_symbol(a.symbol), parent_symbol(b.symbol)
+            return (pa is not None and pb is not None
+                    and frozenset({(a.path, pa), (b.path, pb)}) in paired)
+
+        pairs = [ClonePair(a, b, sim, ctype) for (a, b), (sim, ctype) in out.items()
+                 if not inner_of_paired_outer(a, b)]
+        pairs.sort(key=lambda p: (p.a.path, p.a.line, p.a.symbol, p.b.path, p.b.line))
+        return pairs

@@ -1,0 +1,193 @@
+"""The compact duplicate index (dup_store) finds exactly what the old one did, and its
+snapshot is refused when it cannot be trusted.
+
+The reference is the index as it was before the compact store (reference_duplicates.py):
+on real code (site-packages and this repository), with files re-added or removed after the
+freeze (the delta paths), `check_source` and `pairs()` must give the same answers.
+"""
+
+from __future__ import annotations
+
+import sysconfig
+from dataclasses import astuple
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from core.detectors.dup_store import SnapshotError, word_hashes
+from core.detectors.duplicates import DuplicateIndex
+from core.detectors.normalize import FunctionUnit, units_from_source
+from tests.core.detectors import reference_duplicates as ref
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+@lru_cache(maxsize=1)
+def _real_files() -> list[Path]:
+    files = []
+    for root in (Path(sysconfig.get_paths()["purelib"]), REPO / "core", REPO / "bench"):
+        for path in sorted(root.rglob("*.py")):
+            try:
+                if 1_000 <= path.stat().st_size <= 40_000:
+                    files.append(path)
+            except OSError:
+                continue
+    return files
+
+
+@lru_cache(maxsize=512)
+def _source(path: Path) -> str:
+    return path.read_text(encoding="utf-8", errors="replace")
+
+
+@lru_cache(maxsize=512)
+def _units(path: Path) -> tuple[FunctionUnit, ...]:
+    return tuple(units_from_source(_source(path)))
+
+
+def _rel(path: Path) -> str:
+    return f"{path.parent.name}/{path.name}"
+
+
+def _both(files: list[Path], tmp: Path) -> tuple[DuplicateIndex, ref.DuplicateIndex]:
+    new, old = DuplicateIndex(tmp), ref.DuplicateIndex(tmp)
+    parsed = [(_rel(p), list(_units(p))) for p in files]
+    new.load(parsed)
+    old.load(parsed)
+    return new, old
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                 HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_compact_index_answers_like_the_old_one_on_real_code(data: st.DataObject, tmp_path: Path) -> None:
+    pool = _real_files()
+    if len(pool) < 10:
+        pytest.skip("not enough Python files to test on")
+    files = data.draw(st.lists(st.sampled_from(pool), min_size=5, max_size=40, unique=True), label="files")
+    # a few copies of indexed files under other names: exact, renamed and near twins
+    files_with_copies = files + data.draw(st.lists(st.sampled_from(files), max_size=3), label="copies")
+    new, old = _both(files, tmp_path)
+    for i, path in enumerate(files_with_copies[len(files):]):
+        for index in (new, old):
+            index.add_units(f"copy{i}/{path.name}", list(_units(path)))  # the delta
+    for path in data.draw(st.lists(st.sampled_from(files), max_size=3, unique=True), label="removed"):
+        for index in (new, old):
+            index.remove_file(_rel(path))
+    if data.draw(st.booleans(), label="refreeze"):
+        new.finish_loading()
+        old.finish_loading()
+    assert new.indexed_count == old.indexed_count and new.function_count == old.function_count
+    for path in data.draw(st.lists(st.sampled_from(pool), min_size=1, max_size=4), label="queries"):
+        text = _source(path)
+        n = text.count("\n") + 1
+        lines = data.draw(st.none() | st.sets(st.integers(1, n), max_size=60), label="lines")
+        where = data.draw(st.sampled_from([None, _rel(path), "elsewhere.py"]), label="path")
+        got = new.check_source(text, where, lines=lines)
+        want = old.check_source(text, where, lines=lines)
+        assert [astuple(m) for m in got] == [astuple(m) for m in want]  # (two classes)
+    if len(files) <= 12:
+        assert [astuple(p) for p in new.pairs()] == [astuple(p) for p in old.pairs()]
+
+
+def test_word_hashes_keep_the_jaccard_of_the_strings() -> None:
+    a, b = {"x", "self", "append", "'a'"}, {"x", "append", "y"}
+    ha, hb = word_hashes(a), word_hashes(b)
+    shared = np.intersect1d(ha, hb).size
+    assert (len(ha), len(hb), shared) == (4, 3, 2)
+
+
+# -- snapshot ---------------------------------------------------------------------------------
+SOURCE = '''
+def load_rows(path, limit=10):
+    rows = []
+    with open(path) as handle:
+        for line in handle:
+            if len(rows) >= limit:
+                break
+            rows.append(line.strip().split(","))
+    return rows
+
+
+def tiny(a):
+    b = a + 1
+    return b
+
+
+class Store:
+    def save(self, items):
+        out = []
+        for item in items:
+            if item is None:
+                continue
+            out.append(self.encode(item))
+        return out
+'''
+
+RENAMED = SOURCE.replace("load_rows", "read_table").replace("rows", "acc").replace("Store", "Keeper")
+
+
+def _tree(tmp: Path) -> Path:
+    root = tmp / "tree"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "a.py").write_text(SOURCE)
+    (root / "pkg" / "b.py").write_text(RENAMED)
+    (root / "pkg" / "empty.py").write_text("X = 1\n")
+    return root
+
+
+def test_snapshot_round_trip_gives_the_same_answers(tmp_path: Path) -> None:
+    root = _tree(tmp_path)
+    built = DuplicateIndex(root)
+    built.build()
+    snap = tmp_path / "dups.snapshot"
+    stamps = {"pkg/a.py": (1, 2), "pkg/b.py": (3, 4), "pkg/empty.py": (5, 6)}
+    built.save_snapshot(snap, stamps, {"root": str(root)})
+    loaded = DuplicateIndex(root)
+    assert loaded.load_snapshot(snap, {"root": str(root)}) == stamps
+    assert loaded.files() == built.files() == set(stamps)
+    assert (loaded.indexed_count, loaded.function_count) == (built.indexed_count, built.function_count)
+    assert loaded.pairs() == built.pairs() and loaded.pairs()
+    assert loaded.check_source(RENAMED, "new.py") == built.check_source(RENAMED, "new.py")
+    # a loaded index takes file events like a built one (rows of a mapped snapshot are
+    # marked dead, not written)
+    loaded.remove_file("pkg/b.py")
+    assert loaded.check_source(RENAMED, "new.py", exclude_path="pkg/a.py") == []
+    assert built.check_source(RENAMED, "new.py", exclude_path="pkg/a.py") != []
+    loaded.add_units("pkg/c.py", units_from_source(SOURCE))
+    assert {m.twin_path for m in loaded.check_source(SOURCE, "new.py")} == {"pkg/a.py", "pkg/c.py"}
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "empty", "flipped", "foreign", "old"])
+def test_a_bad_snapshot_is_refused(tmp_path: Path, damage: str) -> None:
+    root = _tree(tmp_path)
+    built = DuplicateIndex(root)
+    built.build()
+    snap = tmp_path / "dups.snapshot"
+    built.save_snapshot(snap, {}, {"root": str(root)})
+    data = snap.read_bytes()
+    expect = {"root": str(root)}
+    if damage == "truncated":
+        snap.write_bytes(data[: len(data) // 2])
+    elif damage == "garbage":
+        snap.write_bytes(b"not a snapshot at all" * 50)
+    elif damage == "empty":
+        snap.write_bytes(b"")
+    elif damage == "flipped":
+        middle = len(data) // 3
+        snap.write_bytes(data[:middle] + bytes([data[middle] ^ 0xFF]) + data[middle + 1:])
+    elif damage == "foreign":
+        expect = {"root": "/somewhere/else"}
+    elif damage == "old":
+        snap.write_bytes(data.replace(b'"version": 1', b'"version": 0'))
+    fresh = DuplicateIndex(root)
+    with pytest.raises(SnapshotError):
+        fresh.load_snapshot(snap, expect)
+    assert fresh.indexed_count == 0  # nothing half-loaded
+    with pytest.raises(SnapshotError):
+        DuplicateIndex(root).load_snapshot(tmp_path / "absent", expect)
