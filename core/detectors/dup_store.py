@@ -312,7 +312,7 @@ def save(path: Path, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> Non
         with open(tmp, "wb") as out:
             out.write(b"\0" * _ALIGN)  # the header's place, written last
             for arr in blobs:
-                data = arr.tobytes()
+                data = arr.reshape(-1).view(np.uint8).data if arr.size else memoryview(b"")
                 pad = b"\0" * (-len(data) % _ALIGN)
                 crc = zlib.crc32(pad, zlib.crc32(data, crc))
                 out.write(data)

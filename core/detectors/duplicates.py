@@ -462,9 +462,9 @@ class DuplicateIndex:
         self._file_sizes = sizes
 
     # ------------------------------------------------------------------ snapshot
-    def save_snapshot(self, path: Path, stamps: dict[str, tuple[int, int]], meta: dict[str, Any]) -> None:
-        """Freeze and write the index to `path` (see dup_store.save); `stamps` holds the
-        (mtime_ns, size) of each indexed file, for the next launch to check."""
+    def save_snapshot(self, path: Path, stamps: dict[str, str], meta: dict[str, Any]) -> None:
+        """Freeze and write the index to `path` (see dup_store.save); `stamps` holds a token
+        of each indexed file's content (the caller's choice), for the next launch to check."""
         with self._lock:
             self._freeze()
             files = sorted(self._by_file)
@@ -475,11 +475,10 @@ class DuplicateIndex:
             arrays["files_funcs"] = np.array([self._file_sizes.get(f, 0) for f in files], np.int64)
             arrays["files_start"] = np.array([r.start if isinstance(r, range) else 0 for r in ranges], np.int64)
             arrays["files_stop"] = np.array([r.stop if isinstance(r, range) else 0 for r in ranges], np.int64)
-            arrays["files_mtime"] = np.array([stamps.get(f, (-1, -1))[0] for f in files], np.int64)
-            arrays["files_size"] = np.array([stamps.get(f, (-1, -1))[1] for f in files], np.int64)
+            arrays["files_stamp"] = _pack([stamps.get(f) or "-" for f in files])  # never empty
             dup_store.save(path, meta, arrays)
 
-    def load_snapshot(self, path: Path, expect: dict[str, Any]) -> dict[str, tuple[int, int]]:
+    def load_snapshot(self, path: Path, expect: dict[str, Any]) -> dict[str, str]:
         """Replace the index with a snapshot (memory-mapped); returns the stamps it was
         saved with. Raises SnapshotError when it cannot be used."""
         _header, arrays = dup_store.load(path, expect)
@@ -487,8 +486,8 @@ class DuplicateIndex:
             table = UnitTable.from_arrays(_unpack(arrays["table_paths"]), arrays)
             files = _unpack(arrays["files"])
             funcs, starts, stops = arrays["files_funcs"], arrays["files_start"], arrays["files_stop"]
-            mtimes, sizes = arrays["files_mtime"], arrays["files_size"]
-            if not len(files) == len(funcs) == len(starts) == len(stops) == len(mtimes) == len(sizes):
+            stamps = _unpack(arrays["files_stamp"]) if len(files) else []
+            if not len(files) == len(funcs) == len(starts) == len(stops) == len(stamps):
                 raise SnapshotError("inconsistent file table")
             if len(stops) and (int(stops.max()) > len(table) or bool((starts > stops).any())):
                 raise SnapshotError("file rows out of range")
@@ -502,7 +501,7 @@ class DuplicateIndex:
                              zip(files, starts.tolist(), stops.tolist(), strict=True)}
             self._file_sizes = dict(zip(files, funcs.tolist(), strict=True))
             self._function_count = int(funcs.sum())
-        return {f: (m, s) for f, m, s in zip(files, mtimes.tolist(), sizes.tolist(), strict=True)}
+        return dict(zip(files, stamps, strict=True))
 
     # ------------------------------------------------------------------ queries
     @property

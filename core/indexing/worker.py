@@ -31,9 +31,10 @@ from typing import Any
 
 from core.context import tags as tagmod
 from core.context.repomap import MAX_SCAN_BYTES, FileFacts, MapGraph, RefVocab, build_graph
+from core.detectors.dup_store import SnapshotError
 from core.detectors.duplicates import DuplicateIndex, iter_python_files
 from core.detectors.normalize import FunctionUnit
-from core.indexing.cache import CacheError, IndexCache, Stamp, content_hash
+from core.indexing.cache import CACHE_VERSION, CacheError, IndexCache, Stamp, content_hash
 from core.indexing.treestate import TreeState, tree_state
 
 PROGRESS_EVERY_S = 0.25
@@ -110,10 +111,12 @@ class Indexer:
         try:
             self.build_map()
             if not self.stopped:
+                self.load_dups_snapshot()  # an unchanged tree: the duplicate index in < 1 s
+            if not self.stopped:
                 from core.detectors.growth import count_tree_lines
 
                 self.send("growth", count_tree_lines(self.root))
-            if not self.stopped:
+            if not self.stopped and not self.dups_complete:
                 self.build_dups()
             while not self.stopped:
                 try:
@@ -289,6 +292,76 @@ class Indexer:
         if self.cache is not None:
             self.cache.commit()
         self.send("dups", self.dups_total, self.dups_total, True)
+        self.store_dups_snapshot()
+
+    # -- duplicate index snapshot (one memory-mapped file beside the cache) ------------------
+    def _dups_snapshot_path(self) -> Path | None:
+        return None if self.cache is None else self.cache.path.with_suffix(".dups")
+
+    def _dups_expect(self) -> dict[str, Any]:
+        """What a snapshot must say about itself to be used: this tree, this cache format."""
+        return {"root": str(self.root), "cache_version": CACHE_VERSION}
+
+    def _dup_token(self, rel: str) -> str | None:
+        """What the snapshot remembers of a file's content: the app's tree-state token
+        (git's blob id of it) where there is one, else its mtime and size; None: gone."""
+        if self.state is not None:
+            token = self.state.tokens.get(rel)
+            if token is not None:
+                return "t:" + token.hex()
+        try:
+            st = os.stat(self.root / rel)
+        except OSError:
+            return None
+        return f"s:{st.st_mtime_ns}:{st.st_size}"
+
+    def load_dups_snapshot(self) -> bool:
+        """The duplicate index from its snapshot (memory-mapped), brought up to date: files
+        whose token changed since it was stored are indexed again (from the per-file cache,
+        else parsed) and files gone are dropped; a snapshot much out of date is stored anew.
+        False when there is none or it is refused (then `build_dups` builds and stores one)."""
+        path = self._dups_snapshot_path()
+        if path is None or not path.exists():
+            return False
+        try:
+            saved = self.dups.load_snapshot(path, self._dups_expect())
+        except SnapshotError as exc:
+            self.send("note", f"duplicate index snapshot rebuilt: the old one was {exc}")
+            return False
+        files = self._python_files()
+        current = set(files)
+        stale = [rel for rel, token in saved.items() if rel not in current or self._dup_token(rel) != token]
+        for rel in stale:
+            self.dups.remove_file(rel)
+        todo = sorted((current - saved.keys()) | (current & set(stale)))
+        self.dups_complete = True  # additions go to the delta: queried at once, no freeze
+        self.dups_total = len(files)
+        last = 0.0
+        for done, rel in enumerate(todo):
+            self.dups_files = len(files) - len(todo) + done
+            if time.perf_counter() - last >= PROGRESS_EVERY_S:
+                last = time.perf_counter()
+                self.send("dups", self.dups_files, self.dups_total, False)
+            self._index_dups(rel, self.cache.get(rel, "units") if self.cache is not None else None)
+            self.serve_pending()
+            if self.stopped:
+                return True
+        self.dups_files = len(files)
+        self.send("dups", self.dups_total, self.dups_total, True)
+        if len(todo) + len(stale) > max(64, len(files) // 20):
+            self.store_dups_snapshot()
+        return True
+
+    def store_dups_snapshot(self) -> None:
+        """Freeze the duplicate index and store it for the next launch."""
+        path = self._dups_snapshot_path()
+        if path is None:
+            return
+        tokens = {rel: token for rel in self.dups.files() if (token := self._dup_token(rel)) is not None}
+        try:
+            self.dups.save_snapshot(path, tokens, self._dups_expect())
+        except OSError as exc:
+            self.send("note", f"duplicate index snapshot not stored: {exc}")
 
     def _add_cached_units(self, rel: str, stamp: Stamp, units: Any) -> bool:
         """Index a file's cached fingerprints if the file is unchanged; False otherwise."""

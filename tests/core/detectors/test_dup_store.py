@@ -146,7 +146,7 @@ def test_snapshot_round_trip_gives_the_same_answers(tmp_path: Path) -> None:
     built = DuplicateIndex(root)
     built.build()
     snap = tmp_path / "dups.snapshot"
-    stamps = {"pkg/a.py": (1, 2), "pkg/b.py": (3, 4), "pkg/empty.py": (5, 6)}
+    stamps = {"pkg/a.py": "1:2", "pkg/b.py": "t:ab12", "pkg/empty.py": "s:5:6"}
     built.save_snapshot(snap, stamps, {"root": str(root)})
     loaded = DuplicateIndex(root)
     assert loaded.load_snapshot(snap, {"root": str(root)}) == stamps
