@@ -346,7 +346,10 @@ class ChatContext:
                 map_msgs = _pair(MAP_INTRO + map_result.text)
         if map_budget < map_target:
             trimmed.append(f"repo map cut to {max(map_budget, 0)} of {map_target} tokens")
-        left -= _tokens(map_msgs)
+        # = _tokens(map_msgs): MAP_INTRO ends with a newline and the estimator never joins
+        # pieces across one, so the map's own count adds up (no second pass over ~8k tokens)
+        map_tokens = _tokens(_pair(MAP_INTRO)) + map_result.tokens if map_msgs and map_result else 0
+        left -= map_tokens
 
         older = turns[:-1]
         kept_older: list[Turn] = []
@@ -363,7 +366,7 @@ class ChatContext:
         messages = ([system_msg] + map_msgs + ro_msgs + history_msgs + files_msgs + [final_msg])
         sections = [
             Section("system", fixed["system"]),
-            Section("repo_map", _tokens(map_msgs),
+            Section("repo_map", map_tokens,
                     [{"path": p, "lines": n} for p, n in _map_files(map_result)],
                     note=(map_result.note if map_result else "")),
             Section("read_only_files", _tokens(ro_msgs),

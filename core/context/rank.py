@@ -1,14 +1,23 @@
 """Personalised PageRank over a weighted edge list, vectorised with numpy.
 
 The repo map ranks symbols by how much the rest of the code leans on them, biased toward
-what the user is working on (the files in the chat, names in the prompt). A power
-iteration with `np.bincount` handles the standard library's graph (~100k edges) in
-milliseconds, so ranking can run per prompt while the graph itself stays cached.
+what the user is working on (the files in the chat, names in the prompt). `pagerank` is
+the plain power iteration (the reference). `RankSolver` answers the same question from
+pieces: the fixed point is linear in the restart vector up to normalisation, so a prompt's
+ranks are a weighted sum of per-focus solutions (each cached, each solved once by GMRES on
+a sparse matrix) and a global one solved in the background, with a certified L1 bound on
+the difference from the exact ranks. A new focus on a 20,000-file graph (500k edges) then
+costs ~20 sparse products that release the GIL, not ~25 power steps that hold it.
 """
 
 from __future__ import annotations
 
+import functools
+import math
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -71,3 +80,289 @@ def pagerank(
             return new
         x = new
     return x
+
+
+@dataclass(frozen=True)
+class Solution:
+    """y ~ (I - dA)^-1 b for one right-hand side b, and a certified bound on |y - exact|_1."""
+
+    y: np.ndarray
+    bound: float
+
+
+class RankSolver:
+    """Personalised PageRank for any restart vector, from cached linear pieces.
+
+    `pagerank` finds x = dAx + r(x) p with r(x) = (1-d) + d * (mass on dangling nodes), a
+    scalar, so x = r R p with R = (I - dA)^-1 and sum(x) = 1: the ranks are R p
+    normalised, linear in p. `solve` computes R b by GMRES (restarted, at most `restart`
+    vectors) and certifies it: for any y the residual rho = b - (I - dA) y gives
+    R b - y = R rho, and |R rho|_1 <= |rho|_1 / (1 - d) because A's columns sum to at most
+    1. Entries are clipped at 0 (R b >= 0, so clipping only moves toward it).
+    `ranks` combines cached pieces and returns the bound of the normalised result.
+    """
+
+    def __init__(self, graph: Graph, damping: float = 0.85, restart: int = 40,
+                 cache_floats: int = 4_000_000, split: int | None = None) -> None:
+        from scipy import sparse  # ~0.1 s to import: built in the background (prefetch)
+
+        self.graph = graph
+        self.damping = damping
+        self.size = n = graph.size
+        self.restart = restart
+        if graph.degree is not None:
+            indptr = np.zeros(n + 1, dtype=np.int64)
+            np.cumsum(graph.degree, out=indptr[1:])
+            # edges sorted by source are the columns of A: a CSC matrix with no copy sort
+            a = sparse.csc_matrix((graph.weight * damping, graph.dst, indptr), shape=(n, n))
+        else:
+            a = sparse.csc_matrix((graph.weight * damping, (graph.dst, graph.src)), shape=(n, n))
+        self._a: Any = a
+        # A bipartite graph (the map's: files -> names -> files) is solved on its smaller
+        # side only: with y = (y_s, y_o), y_o = b_o + dA_os y_s and
+        # (I - d^2 A_so A_os) y_s = b_s + dA_so b_o. A's spectrum is symmetric there, so
+        # the squared system needs half the GMRES steps over shorter vectors, for the same
+        # sparse work; the full residual is the reduced one (its other half is 0).
+        self._sides: tuple[np.ndarray, np.ndarray, Any, Any] | None = None
+        if split is not None and 0 < split < n and len(graph.src) and bool(
+                np.all((graph.src < split) != (graph.dst < split))):
+            files, names = np.arange(split), np.arange(split, n)
+            small, other = (files, names) if split <= n - split else (names, files)
+            a_csr = a.tocsr()
+            so = a_csr[small[0]:small[-1] + 1][:, other[0]:other[-1] + 1].tocsr()
+            os_ = a_csr[other[0]:other[-1] + 1][:, small[0]:small[-1] + 1].tocsr()
+            self._sides = (small, other, so, os_)
+        self._cache: OrderedDict[Hashable, Solution] = OrderedDict()
+        self._cache_limit = max(4, cache_floats // max(n, 1))
+        self.products = 0  # sparse products so far, both halves of A counting one (benchmarks)
+
+    def _apply(self, y: np.ndarray) -> np.ndarray:
+        self.products += 1
+        return y - self._a @ y
+
+    def _apply_reduced(self, y: np.ndarray) -> np.ndarray:
+        assert self._sides is not None
+        _small, _other, so, os_ = self._sides
+        self.products += 1
+        return y - so @ (os_ @ y)
+
+    def solve(self, b: np.ndarray, tol: float, start: Solution | None = None) -> Solution:
+        """R b with |y - R b|_1 <= bound <= tol (or the best reached in 8 restarts)."""
+        if self.size == 0:
+            return Solution(np.zeros(0), 0.0)
+        b = np.asarray(b, dtype=np.float64)
+        with _single_threaded_blas():
+            if self._sides is None:
+                return self._solve_full(b, tol, start)
+            return self._solve_reduced(b, tol, start)
+
+    def _solve_full(self, b: np.ndarray, tol: float, start: Solution | None) -> Solution:
+        d = self.damping
+        y = np.zeros(self.size) if start is None else start.y.copy()
+        r = b - self._apply(y) if start is not None else b.copy()
+        bound = float(np.abs(r).sum()) / (1 - d)
+        ratio = 1.0  # |r|_1 / |r|_2 seen last: when to look at the L1 residual
+        for _cycle in range(8):
+            if bound <= tol:
+                break
+            y, ratio = self._gmres_cycle(self._apply, y, r, tol * (1 - d), ratio)
+            np.maximum(y, 0.0, out=y)
+            r = b - self._apply(y)  # the true residual: the certificate
+            bound = float(np.abs(r).sum()) / (1 - d)
+        return Solution(y, bound)
+
+    def _solve_reduced(self, b: np.ndarray, tol: float, start: Solution | None) -> Solution:
+        assert self._sides is not None
+        d = self.damping
+        small, other, so, os_ = self._sides
+        b_s, b_o = b[small[0]:small[-1] + 1], b[other[0]:other[-1] + 1]
+        c = b_s + so @ b_o
+        y_s = np.zeros(len(small)) if start is None else start.y[small[0]:small[-1] + 1].copy()
+        r = c - self._apply_reduced(y_s) if start is not None else c.copy()
+        bound = float(np.abs(r).sum()) / (1 - d)
+        ratio = 1.0
+        for _cycle in range(8):
+            if bound <= tol:
+                break
+            y_s, ratio = self._gmres_cycle(self._apply_reduced, y_s, r, tol * (1 - d), ratio)
+            np.maximum(y_s, 0.0, out=y_s)
+            r = c - self._apply_reduced(y_s)  # = the full residual's small half; the other is 0
+            bound = float(np.abs(r).sum()) / (1 - d)
+        y = np.empty(self.size)
+        y[small[0]:small[-1] + 1] = y_s
+        y[other[0]:other[-1] + 1] = b_o + os_ @ y_s  # >= 0: b, A and y_s are
+        return Solution(y, bound)
+
+    def _gmres_cycle(self, apply: Callable[[np.ndarray], np.ndarray], y: np.ndarray,
+                     r: np.ndarray, target_l1: float, ratio: float) -> tuple[np.ndarray, float]:
+        """One GMRES cycle from y with residual r; stops when the L1 residual (read from
+        the Arnoldi relation r_j = V_{j+1} (beta e1 - H c), no extra product) is under
+        target_l1. Returns the new y and the last L1/L2 ratio of the residual."""
+        m, n = self.restart, len(y)
+        beta = float(np.linalg.norm(r))
+        if beta == 0.0:
+            return y, ratio
+        basis = np.empty((m + 1, n))
+        basis[0] = r / beta
+        hess = np.zeros((m + 1, m))
+        cs = np.zeros(m)
+        sn = np.zeros(m)
+        g = np.zeros(m + 1)
+        g[0] = beta
+        steps = 0
+        for j in range(m):
+            w = apply(basis[j])
+            # classical Gram-Schmidt (one BLAS pass), again only when it cancelled much of
+            # w ("twice is enough"); lost orthogonality would only cost steps: the
+            # certificate is computed from a true residual
+            v = basis[:j + 1]
+            before = float(np.linalg.norm(w))
+            h = v @ w
+            w -= h @ v
+            hn = float(np.linalg.norm(w))
+            if hn < 0.7 * before:
+                h2 = v @ w
+                w -= h2 @ v
+                h += h2
+                hn = float(np.linalg.norm(w))
+            hess[:j + 1, j] = h
+            hess[j + 1, j] = hn
+            col = hess[:j + 2, j]
+            for i in range(j):  # earlier rotations, then the one that zeroes hess[j+1, j]
+                col[i], col[i + 1] = cs[i] * col[i] + sn[i] * col[i + 1], -sn[i] * col[i] + cs[i] * col[i + 1]
+            rho = math.hypot(col[j], col[j + 1])
+            cs[j], sn[j] = (col[j] / rho, col[j + 1] / rho) if rho else (1.0, 0.0)
+            col[j], col[j + 1] = rho, 0.0
+            g[j + 1] = -sn[j] * g[j]
+            g[j] = cs[j] * g[j]
+            steps = j + 1
+            if hn <= 1e-14 * beta:
+                break  # the Krylov space holds the solution
+            basis[j + 1] = w / hn
+            res_l2 = abs(g[j + 1])
+            if res_l2 * ratio <= target_l1:
+                res = self._residual(basis, g, cs, sn, steps)
+                l1 = float(np.abs(res).sum())
+                ratio = l1 / max(res_l2, 1e-300)
+                if l1 <= target_l1:
+                    break
+        coef = _back_substitute(hess[:steps, :steps], g[:steps])
+        return y + coef @ basis[:steps], ratio
+
+    @staticmethod
+    def _residual(basis: np.ndarray, g: np.ndarray, cs: np.ndarray, sn: np.ndarray,
+                  steps: int) -> np.ndarray:
+        """The GMRES residual after `steps` steps, from the Arnoldi relation."""
+        # residual coefficients in the basis: Q^T (g_last e_{steps}), rotations undone
+        e = np.zeros(steps + 1)
+        e[steps] = g[steps]
+        for i in range(steps - 1, -1, -1):
+            e[i], e[i + 1] = cs[i] * e[i] - sn[i] * e[i + 1], sn[i] * e[i] + cs[i] * e[i + 1]
+        return e @ basis[:steps + 1]
+
+    def cached(self, key: Hashable) -> Solution | None:
+        sol = self._cache.get(key)
+        if sol is not None:
+            self._cache.move_to_end(key)
+        return sol
+
+    def remember(self, key: Hashable, sol: Solution) -> None:
+        self._cache[key] = sol
+        self._cache.move_to_end(key)
+        while len(self._cache) > self._cache_limit:
+            self._cache.popitem(last=False)
+
+    def piece(self, key: Hashable, make: Callable[[], np.ndarray], tol: float) -> Solution:
+        """R b for b = make() (unit mass), cached under key; refined (GMRES from the cached
+        solution) when a tighter tol is asked than its bound."""
+        cached = self.cached(key)
+        if cached is not None and cached.bound <= tol:
+            return cached
+        sol = self.solve(make(), tol, start=cached)
+        self.remember(key, sol)
+        return sol
+
+    def ranks(self, parts: Sequence[Part], tol: float,
+              scale_hint: float = 1.0) -> tuple[np.ndarray, float]:
+        """Normalised ranks for the restart vector sum(w * b) over parts (w > 0; b =
+        make(), unit mass) and a certified bound on their L1 distance from the exact ranks.
+
+        With E the error of the unnormalised sum and S its computed mass,
+        |x - x*|_1 <= 2E / (S - E). Cached pieces are reused; the parts not cached are
+        solved together as one right-hand side (one solve costs the same for one focus
+        node as for five), cached per part when alone. `scale_hint` is the expected S
+        (the global piece's mass): parts are solved to E ~ 0.45 tol S, then tightened if
+        the bound misses tol.
+        """
+        if self.size == 0:
+            return np.zeros(0), 0.0
+        total = sum(p.weight for p in parts)
+        part_tol = 0.45 * tol * max(scale_hint, 1.0)
+        for _attempt in range(4):
+            num = np.zeros(self.size)
+            err = 0.0
+            fresh: list[Part] = []
+            for p in parts:
+                sol = self.cached(p.key)
+                if sol is None or sol.bound > part_tol:
+                    fresh.append(p)
+                    continue
+                num += (p.weight / total) * sol.y
+                err += (p.weight / total) * sol.bound
+            if len(fresh) == 1:
+                p = fresh[0]
+                sol = self.piece(p.key, p.make, part_tol)
+                num += (p.weight / total) * sol.y
+                err += (p.weight / total) * sol.bound
+            elif fresh:
+                share = sum(p.weight for p in fresh)
+                key = frozenset(p.key for p in fresh)
+                sol = self.piece(key, functools.partial(_joint, tuple(fresh), share), part_tol)
+                num += (share / total) * sol.y
+                err += (share / total) * sol.bound
+            mass = float(num.sum())
+            bound = 2 * err / (mass - err) if mass > err else math.inf
+            if bound <= tol:
+                break
+            part_tol *= max(0.05, 0.9 * tol / bound)
+        return num / mass, bound
+
+
+@dataclass(frozen=True)
+class Part:
+    """One piece of a restart vector: weight, a cache key, and how to build it (unit mass)."""
+
+    weight: float
+    key: Hashable
+    make: Callable[[], np.ndarray]
+
+
+_BLAS: list[Any] = []  # the process's threadpool controller, made once
+
+
+def _single_threaded_blas() -> Any:
+    """GMRES's Gram-Schmidt products are small (40 x n): OpenBLAS splits them over its
+    threads, which on a loaded 2-core machine wait on each other for milliseconds per
+    call (measured 10x slower than one thread). One thread for the solve's duration."""
+    if not _BLAS:
+        from threadpoolctl import ThreadpoolController
+
+        _BLAS.append(ThreadpoolController())
+    return _BLAS[0].limit(limits=1, user_api="blas")
+
+
+def _joint(parts: tuple[Part, ...], share: float) -> np.ndarray:
+    """The unit-mass sum of several parts' vectors (solved as one right-hand side)."""
+    out = np.zeros(0)
+    for p in parts:
+        vec = (p.weight / share) * p.make()
+        out = vec if not len(out) else out + vec
+    return out
+
+
+def _back_substitute(upper: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    n = len(rhs)
+    out = np.zeros(n)
+    for i in range(n - 1, -1, -1):
+        out[i] = (rhs[i] - upper[i, i + 1:] @ out[i + 1:]) / upper[i, i]
+    return out

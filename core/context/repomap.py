@@ -20,14 +20,14 @@ import gc
 import os
 import re
 import threading
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from core.context import tags as tagmod
-from core.context.rank import Graph, pagerank
+from core.context.rank import Graph, Part, RankSolver
 from core.context.tokens import estimate_tokens
 from core.context.tree import is_ignored, list_files
 
@@ -196,7 +196,9 @@ class RepoMap:
         self._graph: MapGraph | None = None
         self._signatures: dict[str, tuple[int, dict[int, tagmod.Definition]]] = {}
         self._exact_sigs: dict[str, tuple[MapGraph, dict[int, tagmod.Definition]]] = {}
-        self._last_ranks: tuple[MapGraph, np.ndarray] | None = None  # warm start for the next prompt
+        self._solver: RankSolver | None = None  # the current graph's, with its cached pieces
+        self._coef_cache: dict[tuple[int, bool], tuple[MapGraph, tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
+        self._lines: dict[str, _FileLines] = {}  # per file: parents and token counts of its lines
         self._by_name: tuple[int, dict[str, list[str]]] | None = None
         # focus (chat files, mentioned files, mentioned names) -> ranks, for the current graph
         self._rank_cache: dict[tuple[frozenset, frozenset, frozenset], tuple[MapGraph, np.ndarray]] = {}
@@ -226,6 +228,7 @@ class RepoMap:
             if graph is not None:
                 self._graph = graph
                 self._exact_sigs.clear()
+                self._lines.clear()
             if progress is not None:
                 self._progress = progress
 
@@ -279,6 +282,7 @@ class RepoMap:
             if self._all_files is None:
                 return  # nothing cached yet; the first build reads the file as it is
             path = self.root / rel
+            self._lines.pop(rel, None)
             if self._external:  # the indexer rescans it; only the listing is kept here
                 self._signatures.pop(rel, None)
                 if not path.is_file():
@@ -376,37 +380,71 @@ class RepoMap:
     ) -> Iterator[MapEntry]:
         """Definitions outside the chat files with a positive score, best first (lazily)."""
         with self._lock:
-            state, chat, ranks = self._focus_ranks(chat_files, mentioned_files, mentioned_names)
-            ident_rank = np.where(state.def_ident >= 0, ranks[state.def_ident], 0.0)
-            score = ranks[state.def_file] * state.def_scale + ident_rank * state.def_share
-            score *= state.def_factor
-            if not any(is_test_path(state.files[i]) for i in chat):
-                score[state.def_in_tests] *= 0.2  # test helpers matter when editing tests
-            score[np.isin(state.def_file, chat)] = 0.0
+            state, score = self._scores(chat_files, mentioned_files, mentioned_names)
             order = _best_first(score)
-        for k in order:
-            if score[k] <= 0:
+        for k, value in order:
+            if value <= 0:
                 return
-            yield MapEntry(state.files[state.def_file[k]], state.definition(int(k)), float(score[k]))
+            yield MapEntry(state.files[state.def_file[k]], state.definition(k), value)
+
+    def _scores(self, chat_files: Iterable[str], mentioned_files: Iterable[str],
+                mentioned_names: Iterable[str]) -> tuple[MapGraph, np.ndarray]:
+        """Each definition's score for this focus: its file's rank spread over the file's
+        definitions plus its name's rank shared among the files defining it, damped for
+        private names and (unless a test is in the chat) test files; 0 in chat files."""
+        state, chat, ranks = self._focus_ranks(chat_files, mentioned_files, mentioned_names)
+        tests_in_chat = any(is_test_path(state.files[i]) for i in chat)
+        file_coef, ident_coef, ident = self._coefficients(state, tests_in_chat)
+        score = ranks[state.def_file] * file_coef
+        score += ranks[ident] * ident_coef
+        for i in chat:
+            score[int(state.file_starts[i]):int(state.file_starts[i + 1])] = 0.0
+        return state, score
+
+    def _coefficients(self, state: MapGraph, tests_in_chat: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per definition: the factors of its file's and its name's ranks (and the name's
+        node, 0 where unmapped, with factor 0), made once per graph: 5 of the 8 array
+        passes a request made over 230k definitions on a 20,000-file tree."""
+        key = (id(state), tests_in_chat)
+        cached = self._coef_cache.get(key)
+        if cached is not None and cached[0] is state:
+            return cached[1]
+        mapped = state.def_ident >= 0
+        damp = state.def_factor.copy()
+        if not tests_in_chat:
+            damp[state.def_in_tests] *= 0.2  # test helpers matter when editing tests
+        coef = (state.def_scale * damp, np.where(mapped, state.def_share, 0.0) * damp,
+                np.where(mapped, state.def_ident, 0))
+        if len(self._coef_cache) >= 2:
+            self._coef_cache = {k: v for k, v in self._coef_cache.items() if v[0] is state}
+        self._coef_cache[key] = (state, coef)
+        return coef
 
     def _ranks(self, state: MapGraph, chat: list[int], mentioned_files: Iterable[str],
                mentioned_names: Iterable[str]) -> np.ndarray:
-        """PageRank for this focus: from the cache when a draft of the prompt was ranked
-        already (`prefetch`), else computed, warm-started from the last ranks."""
+        """Personalised PageRank for this focus: from the cache when a draft of the prompt
+        was ranked already (`prefetch`), else combined from the solver's cached pieces
+        (the chat files, each mentioned file and name, the global walk), solving only the
+        new ones. Within RANK_TOLERANCE (L1, certified) of `pagerank` to convergence."""
         mentioned_files, mentioned_names = set(mentioned_files), set(mentioned_names)
         key = (frozenset(chat), frozenset(f for f in mentioned_files if f in state.file_index),
                frozenset(n for n in mentioned_names if n in state.ident_index))
         cached = self._rank_cache.get(key)
         if cached is not None and cached[0] is state:
             return cached[1]
-        last = self._last_ranks
-        ranks = pagerank(state.graph, self._personalisation(state, chat, mentioned_files, mentioned_names),
-                         tol=RANK_TOLERANCE, start=last[1] if last is not None and last[0] is state else None)
-        self._last_ranks = (state, ranks)
+        if state.graph.size == 0:
+            return np.zeros(0)  # nothing indexed yet: no solver (nor scipy import) needed
+        ranks = rank_focus(self._solver_for(state), focus_parts(state, chat, mentioned_files, mentioned_names))
         self._rank_cache[key] = (state, ranks)
         while len(self._rank_cache) > 8:
             self._rank_cache.pop(next(iter(self._rank_cache)))
         return ranks
+
+    def _solver_for(self, state: MapGraph) -> RankSolver:
+        """The graph's solver (its sparse matrix and cached pieces), made once per graph."""
+        if self._solver is None or self._solver.graph is not state.graph:
+            self._solver = RankSolver(state.graph, split=len(state.files))
+        return self._solver
 
     def prefetch(self, chat_files: Iterable[str] = (), prompt: str = "",
                  mentioned_files: Iterable[str] = ()) -> None:
@@ -414,7 +452,15 @@ class RepoMap:
         sends a prompt naming the same things, `render` finds its ranks ready. On a
         20,000-file tree the ranking is most of a request's assembly."""
         with self._lock:
-            self._focus_ranks(chat_files, mentioned_files, prompt_names(prompt))
+            state, _chat, _ranks = self._focus_ranks(chat_files, mentioned_files, prompt_names(prompt))
+            if not prompt and state.files:
+                # a fresh graph (the indexer's call): what every request needs, made now
+                # in the background: the global piece and the file-name index
+                solver = self._solver_for(state)
+                for part in focus_parts(state, [], [], [state.files[0]]):
+                    if part.key in _GLOBAL_PIECES:
+                        solver.piece(part.key, part.make, GLOBAL_TOLERANCE)
+                self.files_by_name()
 
     def _focus_ranks(self, chat_files: Iterable[str], mentioned_files: Iterable[str],
                      mentioned_names: Iterable[str]) -> tuple[MapGraph, list[int], np.ndarray]:
@@ -437,17 +483,8 @@ class RepoMap:
         still leaves the rest of the tree ranked.
         """
         graph = state.graph
-        focus = np.zeros(graph.size)
         n_files = len(state.files)
-        if chat:
-            focus[chat] += 1.0
-            defined = np.unique(state.def_ident[np.isin(state.def_file, chat)])
-            defined = defined[defined >= 0]
-            if len(defined):
-                is_ref = (graph.src < n_files) & np.isin(graph.dst, defined)
-                callers = np.setdiff1d(np.unique(graph.src[is_ref]), chat)
-                if len(callers):
-                    focus[callers] += 0.5 * len(chat) / len(callers)
+        focus = _chat_focus(state, chat) if chat else np.zeros(graph.size)
         for rel in set(mentioned_files):
             if rel in state.file_index:
                 focus[state.file_index[rel]] += 1.0
@@ -474,26 +511,29 @@ class RepoMap:
             done, total, complete = self.progress
             if budget <= 0:
                 return RepoMapResult("", 0, [], done, total, complete)
-            names = prompt_names(prompt)
-            ranked = self.rank(chat_files, mentioned_files, names)
+            state, score = self._scores(chat_files, mentioned_files, prompt_names(prompt))
+            files, def_file, def_line = state.files, state.def_file, state.def_line
             chosen: dict[str, dict[int, MapEntry]] = {}
             order: list[str] = []
             spent = 0
             misses = 0  # consecutive lines that did not fit; bounds files parsed per render
-            for entry in ranked:
-                if entry.score <= 0:
+            for k, value in _best_first(score):
+                if value <= 0:
                     break
-                sigs = self._file_signatures(entry.path)
-                exact = sigs.get(entry.definition.line)
+                rel = files[def_file[k]]
+                info = self._lines_of(rel)
+                exact = info.sigs.get(int(def_line[k]))
                 if exact is None:
                     continue  # e.g. a nested helper or a `def` inside a string
-                lines = chosen.get(entry.path)
-                cost = 0 if lines is not None else _tokens_of(entry.path + ":\n")
+                lines = chosen.get(rel)
+                cost = 0 if lines is not None else _tokens_of(rel + ":\n")
+                # (a line already shown as a parent is counted again: as before, kept so
+                # the map stays the same)
                 additions = [exact] + [
-                    p for p in _parents(sigs, exact)
+                    p for p in info.parents(exact)
                     if lines is None or p.line not in lines
                 ]
-                cost += sum(_tokens_of(_line(d)) for d in additions)
+                cost += sum(info.tokens(d) for d in additions)
                 if spent + cost > budget:
                     misses += 1
                     if spent >= budget * 0.95 or misses > 50:
@@ -502,12 +542,15 @@ class RepoMap:
                 misses = 0
                 spent += cost
                 if lines is None:
-                    lines = chosen[entry.path] = {}
-                    order.append(entry.path)
+                    lines = chosen[rel] = {}
+                    order.append(rel)
                 for d in additions:
-                    lines.setdefault(d.line, MapEntry(entry.path, d, entry.score))
-            text = _render_text(order, chosen)
-            tokens = estimate_tokens(text)
+                    if d.line not in lines:
+                        lines[d.line] = MapEntry(rel, d, value)
+            # the text's tokens, summed per line: the estimator never joins pieces across a
+            # newline (tests/core/context/test_rank.py), so this is estimate_tokens(text)
+            # without tokenizing ~8k tokens of map twice per request
+            tokens = _map_tokens(order, chosen)
             while tokens > budget and order:
                 last = order[-1]
                 lines = chosen[last]
@@ -515,10 +558,19 @@ class RepoMap:
                 if not lines:
                     order.pop()
                     del chosen[last]
-                text = _render_text(order, chosen)
-                tokens = estimate_tokens(text)
+                tokens = _map_tokens(order, chosen)
+            text = _render_text(order, chosen)
             entries = [e for rel in order for _, e in sorted(chosen[rel].items())]
             return RepoMapResult(text, tokens, entries, done, total, complete)
+
+    def _lines_of(self, rel: str) -> _FileLines:
+        """rel's signature lines with their parents and token counts, cached as long as its
+        signatures are."""
+        sigs = self._file_signatures(rel)
+        info = self._lines.get(rel)
+        if info is None or info.sigs is not sigs:
+            info = self._lines[rel] = _FileLines(sigs)
+        return info
 
     def _file_signatures(self, rel: str) -> dict[int, tagmod.Definition]:
         scan = self._scans.get(rel)
@@ -703,30 +755,128 @@ def _parents(sigs: dict[int, tagmod.Definition], d: tagmod.Definition) -> list[t
     return out
 
 
-# L1 change at which PageRank stops: the map needs the order of its best few hundred
-# definitions, whose scores differ by far more; 1e-9 cost ~40% more steps (150 ms per
-# prompt on a 20,000-file graph) for digits no ranking reads
+# Certified L1 distance of a prompt's ranks from the exact PageRank. The power iteration
+# this replaced stopped at an L1 change of 1e-6 (a bound of 5.7e-6, ~5e-7 seen); the map
+# needs the order of its best few hundred definitions (tests/core/context/test_rank.py)
 RANK_TOLERANCE = 1e-6
+FOCUS_SHARE = 0.8  # of the restart mass on the focus; the rest is uniform over files
+GLOBAL_TOLERANCE = 1e-8  # the pieces every prompt reuses: solved once per graph, tightly
+_GLOBAL_PIECES = {("files",), ("all",)}
+
+
+def focus_parts(state: MapGraph, chat: list[int], mentioned_files: Iterable[str],
+                mentioned_names: Iterable[str]) -> list[Part]:
+    """The restart vector of `personalisation` as weighted unit-mass parts that a solver
+    caches separately: the chat files with their callers (one part), each mentioned file
+    and name (one node each), and the uniform share over files. No focus: uniform over
+    every node (the plain PageRank)."""
+    graph = state.graph
+    n_files = len(state.files)
+    parts: list[tuple[float, Hashable, Callable[[], np.ndarray]]] = []
+    if chat:
+        chat_vec = _chat_focus(state, chat)
+        chat_set = frozenset(chat)
+        parts.append((float(chat_vec.sum()), ("chat", chat_set), lambda: chat_vec / chat_vec.sum()))
+    for rel in set(mentioned_files):
+        if rel in state.file_index:
+            parts.append((1.0, ("node", state.file_index[rel]), _unit(graph.size, state.file_index[rel])))
+    for name in set(mentioned_names):
+        if name in state.ident_index:
+            parts.append((1.0, ("node", state.ident_index[name]), _unit(graph.size, state.ident_index[name])))
+    if not parts or n_files == 0:
+        return [Part(1.0, ("all",), lambda: np.full(graph.size, 1.0 / graph.size))]
+    total = sum(w for w, _, _ in parts)
+    out = [Part(FOCUS_SHARE * w / total, key, make) for w, key, make in parts]
+    out.append(Part(1.0 - FOCUS_SHARE, ("files",), functools.partial(_files_uniform, graph.size, n_files)))
+    return out
+
+
+def rank_focus(solver: RankSolver, parts: list[Part]) -> np.ndarray:
+    """Ranks for these parts within RANK_TOLERANCE (a module function: tests count calls).
+    The global piece is solved on its own, tightly: every later focus reuses it."""
+    for part in parts:
+        if part.key in _GLOBAL_PIECES:
+            solver.piece(part.key, part.make, GLOBAL_TOLERANCE)
+    hint = solver.cached(("files",))
+    ranks, _bound = solver.ranks(parts, RANK_TOLERANCE, float(hint.y.sum()) if hint is not None else 1.0)
+    return ranks
+
+
+def _chat_focus(state: MapGraph, chat: list[int]) -> np.ndarray:
+    """The chat files, and the files that use what they define (their callers must change
+    with them) sharing half as much."""
+    graph = state.graph
+    focus = np.zeros(graph.size)
+    focus[chat] += 1.0
+    defined = np.unique(state.def_ident[np.isin(state.def_file, chat)])
+    defined = defined[defined >= 0]
+    if len(defined):
+        is_ref = (graph.src < len(state.files)) & np.isin(graph.dst, defined)
+        callers = np.setdiff1d(np.unique(graph.src[is_ref]), chat)
+        if len(callers):
+            focus[callers] += 0.5 * len(chat) / len(callers)
+    return focus
+
+
+def _unit(size: int, node: int) -> Callable[[], np.ndarray]:
+    def make() -> np.ndarray:
+        vec = np.zeros(size)
+        vec[node] = 1.0
+        return vec
+    return make
+
+
+def _files_uniform(size: int, n_files: int) -> np.ndarray:
+    vec = np.zeros(size)
+    vec[:n_files] = 1.0 / n_files
+    return vec
 TOP_K = 6000  # definitions ordered per prompt; a map of 4k tokens renders a few hundred
 
 
-def _best_first(score: np.ndarray) -> Iterator[int]:
-    """Indices by descending score (ties in index order), lazily: the best TOP_K are sorted
-    first (a partial sort: sorting 230k scores took ~200 ms of a 20k-file request) and the
-    rest only if rendering gets that far."""
+def _best_first(score: np.ndarray) -> Iterator[tuple[int, float]]:
+    """(index, score) by descending score (ties in index order), lazily: the best TOP_K are
+    sorted first (a partial sort: sorting 230k scores took ~200 ms of a 20k-file request)
+    and the rest only if rendering gets that far."""
     n = len(score)
     if n <= TOP_K:
-        yield from np.argsort(-score, kind="stable").tolist()
+        order = np.argsort(-score, kind="stable")
+        yield from zip(order.tolist(), score[order].tolist())
         return
     top = np.argpartition(-score, TOP_K)[:TOP_K]
     cut = score[top].min()
-    head = np.flatnonzero(score > cut)  # strictly above the cut: all inside `top`
-    ties = np.flatnonzero(score == cut)
+    head = top[score[top] > cut]  # strictly above the cut: all inside `top`
+    head = np.sort(head)  # index order, so the stable sort below breaks ties by index
     head = head[np.argsort(-score[head], kind="stable")]
-    yield from head.tolist()
-    yield from ties.tolist()
+    yield from zip(head.tolist(), score[head].tolist())
+    ties = np.flatnonzero(score == cut)
+    yield from zip(ties.tolist(), score[ties].tolist())
     rest = np.flatnonzero(score < cut)
-    yield from rest[np.argsort(-score[rest], kind="stable")].tolist()
+    rest = rest[np.argsort(-score[rest], kind="stable")]
+    yield from zip(rest.tolist(), score[rest].tolist())
+
+
+class _FileLines:
+    """One file's signature lines (line -> Definition) with, per line, its enclosing
+    definitions and its tokens, worked out once instead of per request."""
+
+    __slots__ = ("_parents", "_tokens", "sigs")
+
+    def __init__(self, sigs: dict[int, tagmod.Definition]) -> None:
+        self.sigs = sigs
+        self._parents: dict[int, list[tagmod.Definition]] = {}
+        self._tokens: dict[int, int] = {}
+
+    def parents(self, d: tagmod.Definition) -> list[tagmod.Definition]:
+        out = self._parents.get(d.line)
+        if out is None:
+            out = self._parents[d.line] = _parents(self.sigs, d)
+        return out
+
+    def tokens(self, d: tagmod.Definition) -> int:
+        n = self._tokens.get(d.line)
+        if n is None:
+            n = self._tokens[d.line] = _tokens_of(_line(d))
+        return n
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -737,6 +887,11 @@ def _tokens_of(line: str) -> int:
 
 def _line(d: tagmod.Definition) -> str:
     return "  " * (d.depth + 1) + d.text + "\n"
+
+
+def _map_tokens(order: list[str], chosen: dict[str, dict[int, MapEntry]]) -> int:
+    return sum(_tokens_of(rel + ":\n") + sum(_tokens_of(_line(e.definition)) for e in chosen[rel].values())
+               for rel in order)
 
 
 def _render_text(order: list[str], chosen: dict[str, dict[int, MapEntry]]) -> str:

@@ -18,13 +18,13 @@ def test_prefetched_ranks_are_reused_and_change_nothing(tmp_path, monkeypatch):
     ctx = ChatContext(root, 32_000)
     ctx.add(["src/pkg0000/mod02.py"])
     calls = []
-    real = repomap.pagerank
+    real = repomap.rank_focus
 
     def counting(*args, **kwargs):
         calls.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(repomap, "pagerank", counting)
+    monkeypatch.setattr(repomap, "rank_focus", counting)
     prefetch(ctx, prompt)
     assert len(calls) == 1
     messages, _ = ctx.build_request(prompt)
