@@ -109,8 +109,12 @@ class Indexer:
     # -- the whole run -------------------------------------------------------------------
     def run(self) -> None:
         try:
+            # the app installs a cached map itself (known_key): the duplicate index's
+            # snapshot (~0.2 s on 20,000 files) goes first then, else right after the map
+            if self.known_key is not None:
+                self.load_dups_snapshot()
             self.build_map()
-            if not self.stopped:
+            if not self.stopped and self.known_key is None:
                 self.load_dups_snapshot()  # an unchanged tree: the duplicate index in < 1 s
             if not self.stopped:
                 from core.detectors.growth import count_tree_lines
