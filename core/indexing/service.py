@@ -20,7 +20,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,6 +44,9 @@ class IndexSnapshot:
     map_total: int | None = None
     map_complete: bool = False  # a whole map is installed (maybe the cached one, still being checked)
     map_checked: bool = False  # ...and it is known to be the tree's as it is now
+    # wall-clock times (time.time()) the map was first shown and first checked, for benchmarks
+    map_shown_at: float | None = None
+    map_checked_at: float | None = None
     dups_done: int = 0
     dups_total: int | None = None
     dups_complete: bool = False
@@ -174,11 +177,14 @@ class IndexService:
         self._update(mode="stopped")
 
     def wait(self, timeout: float | None = None, *, what: str = "all") -> bool:
-        """Block until the map ("map": installed and checked against the disk) or
-        everything ("all") is indexed; for CLIs, tests and benchmarks (the app never waits)."""
+        """Block until a whole map is shown ("shown": maybe the cached one, being checked),
+        the map is checked against the disk ("map") or everything ("all") is indexed; for
+        CLIs, tests and benchmarks (the app never waits)."""
         deadline = None if timeout is None else time.monotonic() + timeout
 
         def done(s: IndexSnapshot) -> bool:
+            if what == "shown":
+                return s.map_complete
             return s.map_checked and (what == "map" or s.complete)
 
         with self._changed:
@@ -249,7 +255,12 @@ class IndexService:
 
     def _update(self, **changes: Any) -> None:
         with self._changed:
-            self._state = IndexSnapshot(**{**self._state.__dict__, **changes})
+            state = IndexSnapshot(**{**self._state.__dict__, **changes})
+            if state.map_complete and state.map_shown_at is None:
+                state = replace(state, map_shown_at=time.time())
+            if state.map_checked and state.map_checked_at is None:
+                state = replace(state, map_checked_at=time.time())
+            self._state = state
             self._changed.notify_all()
 
     def _note(self, text: str) -> None:
