@@ -177,17 +177,17 @@ class Indexer:
         except Exception as exc:  # noqa: BLE001 -- the snapshot is an optimisation; say why it is missing
             self.send("note", f"map snapshot not stored: {type(exc).__name__}: {exc}")
             return
-        for rel in now.changed_since(self.state):
+        if any(rel not in now.tokens for rel in self.facts):
+            return  # a file gone from the tree is still in the map
+        for rel in sorted(set(now.changed_since(self.state)) | self.scanned):
             if rel not in now.tokens:
-                if rel in self.facts:
-                    return  # gone from the tree, still in the map
-                continue
+                continue  # gone, and (above) not in the map
             try:
                 st = os.stat(self.root / rel)
             except OSError:
                 return
-            if self.stamps.get(rel) != (st.st_mtime_ns, st.st_size) or rel not in self.scanned:
-                return  # changed since it was scanned (or never scanned): its event is coming
+            if rel not in self.scanned or self.stamps.get(rel) != (st.st_mtime_ns, st.st_size):
+                return  # changed since it was scanned (or never rescanned): its event is coming
         self.cache.store_snapshot("map", now.key, self._graph)
         self.state = now
         self.scanned.clear()
@@ -364,7 +364,10 @@ class Indexer:
         tokens = {rel: token for rel in self.dups.files() if (token := self._dup_token(rel)) is not None}
         try:
             self.dups.save_snapshot(path, tokens, self._dups_expect())
-        except OSError as exc:
+            # the mapped file replaces the arrays just built: same rows, pages the system
+            # can drop and share instead of anonymous memory
+            self.dups.load_snapshot(path, self._dups_expect())
+        except (OSError, SnapshotError) as exc:
             self.send("note", f"duplicate index snapshot not stored: {exc}")
 
     def _add_cached_units(self, rel: str, stamp: Stamp, units: Any) -> bool:
