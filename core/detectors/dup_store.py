@@ -186,6 +186,10 @@ class UnitTable:
             out[off], out[flat] = _take_csr(getattr(self, off), getattr(self, flat), rows)
         return out
 
+    def columns(self) -> dict[str, np.ndarray]:
+        """The row columns as they are (no copy)."""
+        return {name: getattr(self, name) for name in _COLUMNS}
+
     @classmethod
     def concat(cls, paths: list[str], parts: Sequence[dict[str, np.ndarray]]) -> UnitTable:
         """One table of several column sets (already renumbered to `paths`)."""
@@ -211,10 +215,7 @@ class UnitTable:
             order = np.lexsort((uids, k64))
             setattr(self, attr + "_k", k64[order])
             setattr(self, attr + "_ord", uids[order])
-        lens = (self.feat_off[1:] - self.feat_off[:-1])
-        row_of = np.repeat(np.arange(len(self), dtype=np.int32), lens)
-        keep = self.indexed[row_of]
-        self.features.freeze_flat(self.feat[keep], row_of[keep], lens * self.indexed, len(self))
+        self.features.freeze_rows(self.feat, self.feat_off, self.indexed)  # probes: not indexed
         return self
 
     # -- reading a row ----------------------------------------------------------------------
@@ -271,7 +272,7 @@ class UnitTable:
 
     # -- snapshot ---------------------------------------------------------------------------
     def arrays(self) -> dict[str, np.ndarray]:
-        out = {name: getattr(self, name) for name in _COLUMNS}
+        out = self.columns()
         out.update({"exact_k": self._exact_k, "exact_ord": self._exact_ord,
                     "renamed_k": self._renamed_k, "renamed_ord": self._renamed_ord})
         out.update({"fi_" + k: v for k, v in self.features.arrays().items()})

@@ -63,13 +63,58 @@ class FeatureIndex:
             self._clear()
             return
         order = np.argsort(keys, kind="stable")
-        keys, uids = keys[order], uids[order].astype(np.int32, copy=False)
-        uniq, starts = np.unique(keys, return_index=True)
-        self._keys = uniq
+        keys = keys[order]
+        self._postings = uids[order].astype(np.int32, copy=False)
+        del order, uids
+        first = np.empty(len(keys), dtype=np.bool_)  # (np.unique would sort them again)
+        first[0] = True
+        np.not_equal(keys[1:], keys[:-1], out=first[1:])
+        starts = np.flatnonzero(first)
+        del first
+        self._keys = keys[starts]
         self._offsets = np.append(starts, len(keys)).astype(np.int64)
-        self._postings = uids
         self._sizes = np.zeros(n, dtype=np.int32)
         self._sizes[:len(sizes)] = sizes
+        self._delta = {}
+        self._delta_count = 0
+        self._delta_sizes = {}
+
+    def freeze_rows(self, feat: np.ndarray, feat_off: np.ndarray, indexed: np.ndarray) -> None:
+        """`freeze` from a table's CSR rows: row uid's features are feat[feat_off[uid]:
+        feat_off[uid + 1]], only rows flagged `indexed` are indexed. The same arrays as
+        `freeze_flat`, sorted in 16 slices by the keys' top bits so the temporaries stay a
+        sixteenth of the ~11 million features of a 20,000-file tree (a global argsort cost
+        ~350 MB on top of the table)."""
+        n = len(indexed)
+        lens = np.diff(feat_off) * indexed
+        total = int(lens.sum())
+        if not total:
+            self._clear()
+            return
+        top = feat.view(np.uint8)[7::8] >> 4 if feat.dtype.byteorder in "<=" else (feat >> 60).astype(np.uint8)
+        keys = np.empty(total, dtype=np.uint64)
+        postings = np.empty(total, dtype=np.int32)
+        at = 0
+        for bucket in range(16):
+            sel = np.flatnonzero(top == bucket)
+            rows = (np.searchsorted(feat_off, sel, side="right") - 1).astype(np.int32)
+            live = indexed[rows]
+            sel, rows = sel[live], rows[live]
+            order = np.argsort(feat[sel], kind="stable")
+            keys[at:at + len(sel)] = feat[sel[order]]
+            postings[at:at + len(sel)] = rows[order]
+            at += len(sel)
+        del top
+        first = np.empty(total, dtype=np.bool_)
+        first[0] = True
+        np.not_equal(keys[1:], keys[:-1], out=first[1:])
+        starts = np.flatnonzero(first)
+        del first
+        self._keys = keys[starts]
+        self._offsets = np.append(starts, total).astype(np.int64)
+        self._postings = postings
+        self._sizes = np.zeros(n, dtype=np.int32)
+        self._sizes[:] = lens
         self._delta = {}
         self._delta_count = 0
         self._delta_sizes = {}
