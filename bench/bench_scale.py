@@ -268,6 +268,9 @@ def _fresh_launch_child(root: Path) -> None:
         asyncio.run(run())
     finally:
         core.stop()
+    import resource
+
+    marks["ui_peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
     print(json.dumps(marks), flush=True)
 
 
@@ -284,7 +287,7 @@ def _fresh_launches(root: Path, n: int) -> dict[str, float]:
         lines = [line for line in out.stdout.splitlines() if line.startswith("{")]
         if lines:
             runs.append(json.loads(lines[-1]))
-    keys = ("frame_s", "map_s", "checked_s")
+    keys = ("frame_s", "map_s", "checked_s", "ui_peak_mb")
     return {k: statistics.median(r.get(k, float("nan")) for r in runs) if runs else float("nan") for k in keys}
 
 
@@ -320,9 +323,10 @@ def main() -> None:
         if fresh:
             print(f"2nd launch in a fresh process (median of {FRESH_LAUNCHES}), seconds from process start; "
                   f"load {os.getloadavg()[0]:.1f}")
-            print(f"{'tree':>18} {'frame':>7} {'map':>7} {'checked':>7}")
+            print(f"{'tree':>18} {'frame':>7} {'map':>7} {'checked':>7} {'UI MB':>7}")
             for label, f in fresh:
-                print(f"{label:>18} {f['frame_s']:7.2f} {f['map_s']:7.2f} {f['checked_s']:7.2f}", flush=True)
+                print(f"{label:>18} {f['frame_s']:7.2f} {f['map_s']:7.2f} {f['checked_s']:7.2f} "
+                      f"{f['ui_peak_mb']:7.0f}", flush=True)
         print("goals: first frame < 1 s; keys p99 < 50 ms while indexing; UI + child < 500 MB; "
               "2nd launch on an unchanged 20k tree: map ready < 1 s from process start")
     sys.stdout.flush()
