@@ -42,6 +42,11 @@ def _new_ranges(file_proposal: FileProposal) -> list[tuple[str, int, int]]:
     return ranges
 
 
+def _added_lines(ranges: list[tuple[str, int, int]]) -> list[int]:
+    """The new text's line numbers the hunks put there (their new lines), in order."""
+    return [start + i for _, start, count in ranges for i in range(count)]
+
+
 def _hunk_at(ranges: list[tuple[str, int, int]], line: int) -> str | None:
     for hid, start, count in ranges:
         if start <= line < start + max(count, 1):
@@ -106,6 +111,10 @@ class Workstation:
         self._reviewed_at: dict[str, int] = {}  # path -> when it was last reviewed (a counter)
         self._review_count = 0
         self._dup_pool: ThreadPoolExecutor | None = None  # duplicate checks wait on the indexer process
+        # slop analyses sent to the worker process, by (path, new text, added lines): a pass
+        # superseded mid-way leaves them running there, and the next pass takes them if the
+        # file has not changed since
+        self._slop_jobs: dict[tuple[str, str, frozenset[int]], Future] = {}
         self.policy = AcceptPolicy(self.dwell)
         self.fast_profiles = fast_profiles
         self.answers: list[AnswerRun] = []
@@ -119,8 +128,12 @@ class Workstation:
         """Index in the background (core/indexing: a child process for a large tree, an
         on-disk cache per repository) and wait until done. Only this thread waits: requests
         meanwhile use the repo map indexed so far (`self.indexes.snapshot()` never blocks)."""
+        from core.detectors.slop_worker import shared
         from core.indexing.service import attach
 
+        worker = shared()
+        if worker is not None:
+            worker.warm()  # the first answer's review does not wait for its start
         attach(self).wait()
 
     def on_file_changes(self, changes: list[tuple[str, str]]) -> str | None:
@@ -407,6 +420,12 @@ class Workstation:
         todo = sorted((i for i, key in enumerate(keys) if key not in self._file_reviews),
                       key=lambda i: self._reviewed_at.get(keys[i][0], -1))
         parts = {i: self._file_reviews.get(key) for i, key in enumerate(keys)}
+        # every file's slop goes to the worker process at once (it works through them while
+        # this thread checks duplicates); analyses of texts no file has any more are dropped
+        slop = {i: self._slop_job(proposal.files[i]) for i in todo}
+        wanted = {id(job) for job in slop.values() if job is not None}
+        obsolete = [key for key, job in self._slop_jobs.items() if id(job) not in wanted]
+        self._drop_slop_jobs([self._slop_jobs.pop(key) for key in obsolete])
         checks: dict[int, Future | None] = {}
         for n, i in enumerate(todo):
             if n and stale is not None and stale():  # one file per pass at least: progress
@@ -415,7 +434,8 @@ class Workstation:
                 checks[i] = self._start_dup_check(proposal.files[i])
             if n + 1 < len(todo):
                 checks[todo[n + 1]] = self._start_dup_check(proposal.files[todo[n + 1]])
-            parts[i] = self._file_reviews[keys[i]] = self._review_file(proposal.files[i], checks.pop(i))
+            parts[i] = self._file_reviews[keys[i]] = self._review_file(proposal.files[i], checks.pop(i),
+                                                                       slop.get(i))
             self._review_count += 1
             self._reviewed_at[keys[i][0]] = self._review_count
             while len(self._file_reviews) > 64:
@@ -428,17 +448,40 @@ class Workstation:
                 review.slop_score = (review.slop_score or 0.0) + part.slop_score
         return review
 
+    def _slop_job(self, fp: FileProposal) -> Future | None:
+        """The slop analysis of one file's new text, sent to the worker process (or the one
+        already sent for this text); None for a file slop does not read."""
+        if not fp.path.endswith(".py"):
+            return None
+        from core.detectors.slop_worker import analyze_change_off_thread
+
+        key = (fp.path, fp.new_text, frozenset(_added_lines(_new_ranges(fp))))
+        job = self._slop_jobs.get(key)
+        if job is None or job.cancelled():
+            job = analyze_change_off_thread(fp.path, fp.new_text, set(key[2]))
+            if job is not None:
+                self._slop_jobs[key] = job
+        return job
+
+    @staticmethod
+    def _drop_slop_jobs(jobs: list[Future]) -> None:
+        from core.detectors.slop_worker import shared
+
+        worker = shared()
+        if worker is not None and jobs:
+            worker.drop(jobs)
+
     def _start_dup_check(self, fp: FileProposal) -> Future | None:
         """Send one file's duplicate check to the indexer now (None: nothing to check)."""
         if not (self.dups_ready and fp.path.endswith(".py")):
             return None
         if self._dup_pool is None:
             self._dup_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="dup-check")
-        ranges = _new_ranges(fp)
-        added = [start + i for _, start, count in ranges for i in range(count)]
+        added = _added_lines(_new_ranges(fp))
         return self._dup_pool.submit(self.dups.check_source, fp.new_text, fp.path, lines=added)
 
-    def _review_file(self, fp: FileProposal, dup_check: Future | None = None) -> Review:
+    def _review_file(self, fp: FileProposal, dup_check: Future | None = None,
+                     slop_job: Future | None = None) -> Review:
         """One file's findings (secrets, duplicates, slop): a function of its old and new text."""
         from core.guards.secrets import scan_added_text
 
@@ -451,21 +494,17 @@ class Workstation:
                 part.findings.append(Finding(
                     "error", "secret", f"{fp.path}: possible {secret.kind} added ({secret.preview_redacted})", hunk.id))
         if fp.path.endswith(".py"):
-            self._review_python(fp, ranges, part, dup_check)
+            self._review_python(fp, ranges, part, dup_check, slop_job)
         return part
 
-    def _review_python(self, fp, ranges, review: Review, dup_check: Future | None = None) -> None:
-        try:
-            from core.detectors.slop import analyze_change
-        except ImportError:
-            analyze_change = None  # type: ignore[assignment]
+    def _review_python(self, fp, ranges, review: Review, dup_check: Future | None = None,
+                       slop_job: Future | None = None) -> None:
+        from core.detectors.slop_worker import report_of
+
         if dup_check is None and self.dups_ready:
             dup_check = self._start_dup_check(fp)
-        report = None
-        if analyze_change is not None:  # while the indexer process answers the duplicate check
-            # the hunks' lines are the added lines: no line diff of the whole file (slop owner)
-            report = analyze_change(fp.path, fp.old_text, fp.new_text,
-                                    added={start + i for _, start, count in ranges for i in range(count)})
+        if slop_job is None:
+            slop_job = self._slop_job(fp)  # still None without a worker process: slop runs below
         if dup_check is not None:
             for match in dup_check.result():
                 hunk_id = _hunk_at(ranges, match.new_line)
@@ -475,8 +514,9 @@ class Workstation:
                     "warning", "duplicate",
                     f"{match.new_symbol} duplicates {match.twin_path}:{match.twin_line} {match.twin_symbol} "
                     f"({match.similarity:.0%}, type {match.clone_type})", hunk_id))
-        if report is None:
-            return
+        # the hunks' lines are the added lines: no line diff of the whole file; computed in
+        # the worker process meanwhile (or here, if it failed)
+        report = report_of(slop_job, fp.path, fp.new_text, set(_added_lines(ranges)))
         for finding in report.findings:
             review.findings.append(Finding(
                 "info", "slop", f"{fp.path}:{finding.line} {finding.rule_id} {finding.message}",

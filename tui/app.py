@@ -109,6 +109,7 @@ class SparkApp(App):
         self._rebuild_needed = False
         self._rebuilding = False
         self._rebuilding_run: AnswerRun | None = None  # the answer the rebuild in flight is for
+        self._final_rebuilt: AnswerRun | None = None  # its last pass was built after it finished
         self._stop_watch = asyncio.Event()
         self._offered: tuple[str, list[str]] | None = None
         self._pending_redirects: list[str] = []
@@ -487,7 +488,7 @@ class SparkApp(App):
 
     async def _finish_answer(self, run: AnswerRun, *, timing_recorded: bool = False) -> None:
         """The answer's stream ended: final diff and review, then the one record of it."""
-        await self._rebuild_now()
+        await self._rebuild_now(final=True)
         self._dirty = True
         self._paint()
         if run.error:
@@ -560,27 +561,37 @@ class SparkApp(App):
     async def _rebuild_worker(self) -> None:
         await self._rebuild_now()
 
-    async def _rebuild_now(self) -> None:
+    async def _rebuild_now(self, *, final: bool = False) -> None:
         """Re-diff and review the completed edits off the UI loop; coalesces requests.
 
+        A request that waited for the rebuild in flight returns when that one covered it:
+        nothing asked for since, and for the answer's `final` rebuild, that one was built
+        after the answer finished (all its edits, verified as final, reviewed and drawn).
         A detector that raises costs the review of this answer, not the app."""
         run = self.answer
         if run is None:
             return
+        waited = self._rebuilding
         while self._rebuilding:
             await asyncio.sleep(FRAME_S)
+        if waited and run is self.answer and self._rebuilding_run is run and not self._rebuild_needed and \
+                (not final or self._final_rebuilt is run):
+            return
         self._rebuilding, self._rebuilding_run = True, run
         try:
             self._rebuild_needed = True
 
-            def rebuild() -> None:
+            def rebuild() -> bool:
+                finished = run.finished  # read first: then every edit is in this build
                 run.rebuild_proposal()
                 if run is self.answer:  # a finished answer's hunks: recorded here, off the UI
                     self.station.record_hunks_shown(run)  # thread, before any redraw shows them
+                return finished
 
             while self._rebuild_needed:
                 self._rebuild_needed = False
-                await asyncio.to_thread(rebuild)
+                self._final_rebuilt = None
+                built_final = await asyncio.to_thread(rebuild)
                 self.verify.proposal_changed(run)
                 if run is self.answer:  # the hunks as matched now (new ones mounted, the rest
                     self._sync_diff()  # kept): on screen before their review, which may take long
@@ -594,6 +605,8 @@ class SparkApp(App):
                     review = Review()
                 if run is self.answer:
                     self.review = review
+                if built_final:
+                    self._final_rebuilt = run
             if run is self.answer:
                 await asyncio.to_thread(self.station.record_hunks_shown, run)  # disk, off the UI thread
                 self._sync_diff()

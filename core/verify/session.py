@@ -10,6 +10,7 @@ auto-fix only for a fast profile) live in core, not in the screen.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Protocol
 
 from core.edits.proposal import Proposal
@@ -58,6 +59,8 @@ class VerifySession:
         self.loop: FixLoop | None = None
         self._proposal_seen: tuple[int, bool] | None = None
         self._closed: list[Verifier] = []
+        # the badges of the answer's last finished check, by hunk id (see badges)
+        self._answer_badges: dict[str, list] | None = None
 
     # -- answer lifecycle ------------------------------------------------------------------
     def answer_started(self, run: RunLike, *, fix_round: bool = False) -> None:
@@ -98,6 +101,7 @@ class VerifySession:
             self.verifier.close()
             self._closed.append(self.verifier)
         self.verifier, self.run_id, self._proposal_seen = None, None, None
+        self._answer_badges = None
 
     def wait_closed(self, timeout: float = 10.0) -> None:
         """Block until every closed verifier has removed its shadow (app exit, tests)."""
@@ -120,6 +124,15 @@ class VerifySession:
         and those the accepted subset alone has (an accepted use whose import is not)."""
         answer, accepted = self.reports()
         codes: dict[str, list[str]] = {}
+        if answer is not None and answer.problems is None and self._answer_badges is not None:
+            # the proposal was just rebuilt and its check has not landed (tens of ms): its
+            # hunks that the last check saw keep their badges until then, instead of every
+            # badge going and coming back (each time a repaint of every hunk, twice per
+            # rebuild while an answer streams)
+            answer = replace(answer, problems=[], badges={
+                hid: problems for hid, problems in self._answer_badges.items() if hid in answer.hunks})
+        elif answer is not None and answer.problems is not None:
+            self._answer_badges = answer.badges
         for rep in (answer, accepted):
             if rep is None or rep.problems is None:
                 continue

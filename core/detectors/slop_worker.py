@@ -1,0 +1,276 @@
+"""Slop analysis in a separate interpreter, so its CPU never holds the app's GIL.
+
+Why: an answer's review parses each edited file and runs our rules on it (~40-70 ms per
+2,500-line file). In the app's process that work takes turns for the GIL with the UI
+thread, the duplicate check and the verifier: keys waited up to ~370 ms while an answer
+of 40 blocks was reviewed, and each review took 2-4x its own cost. Here it runs in one
+child interpreter (`python -m core.detectors.slop_worker`, like the indexer: a fresh
+interpreter, not multiprocessing's spawn, which re-imports an unguarded main script), on
+the other core where there is one, while the app's thread does the rest of the review.
+
+`analyze(path, new_text, added)` returns a Future of exactly what
+`slop.analyze_change(path, old, new_text, added)` returns (the same function runs in the
+child). Anything wrong with the child (it cannot start, dies, answers garbage) fails the
+Future with SlopWorkerError; `report_of` then runs the analysis in the caller's thread
+instead, so a review never loses its slop findings. `SPARK_SLOP_PROCESS=0` keeps it all
+in-process.
+
+Protocol over one socket (multiprocessing.connection, pickles between two processes of
+the same program): parent -> child ("slop", id, path, new_text, added) or ("stop",);
+("drop", [id, ...]) (nobody waits for them: skipped if not started);
+child -> parent ("ok", id, SlopReport) or ("error", id, text).
+"""
+
+from __future__ import annotations
+
+import atexit
+import itertools
+import logging
+import os
+import threading
+from concurrent.futures import Future
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from core.detectors.slop import SlopReport, analyze_change
+from core.errors import SparkError
+
+log = logging.getLogger(__name__)
+
+ENV = "SPARK_SLOP_PROCESS"
+MAX_RESTARTS = 3  # a child that keeps dying is given up on: the work stays in-process
+
+
+class SlopWorkerError(SparkError):
+    """The slop child process could not answer (not started, died, closed)."""
+
+
+def enabled() -> bool:
+    return os.environ.get(ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+class SlopWorker:
+    """One child interpreter answering slop analyses in order; thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # the connection and the pending futures
+        self._send_lock = threading.Lock()  # one message at a time on the socket
+        self._conn: Connection | None = None
+        self._proc: Any = None
+        self._pending: dict[int, Future[SlopReport]] = {}
+        self._ids = itertools.count()
+        self._starts = 0
+        self._closed = False
+
+    def analyze(self, path: str, new_text: str, added: set[int]) -> Future[SlopReport]:
+        """The report of `analyze_change(path, ..., new_text, added)`, computed in the child."""
+        future: Future[SlopReport] = Future()
+        try:
+            with self._lock:
+                job = next(self._ids)
+                conn = self._connection()
+                self._pending[job] = future
+            # not under _lock: a send blocks while the child's socket buffer is full, and
+            # the child empties it only once the reader (which takes _lock) took its reply
+            with self._send_lock:
+                conn.send(("slop", job, path, new_text, sorted(added)))
+        except (OSError, ValueError, SlopWorkerError) as exc:
+            with self._lock:
+                self._pending.pop(job, None) if "job" in locals() else None
+            if not future.done():
+                future.set_exception(SlopWorkerError(f"slop worker unavailable: {exc}"))
+        return future
+
+    def drop(self, futures: list[Future[SlopReport]]) -> None:
+        """Nobody waits for these any more (a newer version of their file came): the child
+        skips them if it has not started them yet."""
+        with self._lock:
+            jobs = [job for job, f in self._pending.items() if any(f is g for g in futures)]
+            for job in jobs:
+                self._pending.pop(job).cancel()
+            conn = self._conn
+        if jobs and conn is not None:
+            try:
+                with self._send_lock:
+                    conn.send(("drop", jobs))
+            except (OSError, ValueError):
+                pass
+
+    def warm(self) -> None:
+        """Start the child now (its imports take ~0.2 s), so the first review does not wait."""
+        with self._lock:
+            try:
+                self._connection()
+            except (OSError, SlopWorkerError) as exc:
+                log.debug("slop worker did not start: %s", exc)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                with self._send_lock:
+                    conn.send(("stop",))
+            except (OSError, ValueError):
+                pass
+            conn.close()
+        if self._proc is not None:
+            try:
+                self._proc.wait(timeout=2)
+            except Exception:  # noqa: BLE001 - a child that will not stop is killed
+                self._proc.kill()
+
+    # -- the parent's side ---------------------------------------------------------------
+    def _connection(self) -> Connection:
+        """The live connection, starting the child if needed (called under the lock)."""
+        if self._closed:
+            raise SlopWorkerError("closed")
+        if self._conn is not None:
+            return self._conn
+        if self._starts >= MAX_RESTARTS:
+            raise SlopWorkerError(f"the child failed {self._starts} times")
+        self._starts += 1
+        conn, self._proc = _spawn_child()
+        self._conn = conn
+        threading.Thread(target=self._read, args=(conn,), name="slop-worker-reader", daemon=True).start()
+        return conn
+
+    def _read(self, conn: Connection) -> None:
+        """Hand each answer to its Future; on EOF fail everything still pending."""
+        try:
+            while True:
+                kind, job, payload = conn.recv()
+                with self._lock:
+                    future = self._pending.pop(job, None)
+                if future is None or future.cancelled():
+                    continue
+                if kind == "ok" and isinstance(payload, SlopReport):
+                    future.set_result(payload)
+                else:
+                    future.set_exception(SlopWorkerError(f"slop worker: {payload}"))
+        except (EOFError, OSError, ValueError, TypeError) as exc:
+            why = f"slop worker stopped: {type(exc).__name__}"
+        with self._lock:
+            if self._conn is conn:
+                self._conn = None
+            pending, self._pending = self._pending, {}
+        for future in pending.values():
+            future.set_exception(SlopWorkerError(why))
+
+
+def _spawn_child() -> tuple[Connection, Any]:
+    """Start `python -m core.detectors.slop_worker FD` on one end of a socket pair; the
+    child exits when the socket closes (the app ended, even by a crash)."""
+    import socket
+    import subprocess
+    import sys
+
+    ours, theirs = socket.socketpair()
+    package_root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ)
+    env["PYTHONPATH"] = package_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "core.detectors.slop_worker", str(theirs.fileno())],
+            pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, env=env, close_fds=True)
+    except OSError as exc:
+        ours.close()
+        raise SlopWorkerError(f"cannot start: {exc}") from exc
+    finally:
+        theirs.close()
+    return Connection(ours.detach()), proc
+
+
+_SHARED: SlopWorker | None = None
+_SHARED_LOCK = threading.Lock()
+
+
+def shared() -> SlopWorker | None:
+    """The process's one slop worker (None when SPARK_SLOP_PROCESS=0)."""
+    global _SHARED
+    if not enabled():
+        return None
+    with _SHARED_LOCK:
+        if _SHARED is None:
+            _SHARED = SlopWorker()
+            atexit.register(_SHARED.close)
+        return _SHARED
+
+
+def analyze_change_off_thread(path: str, new_text: str, added: set[int]) -> Future[SlopReport] | None:
+    """Slop of one edited file, sent to the worker process; None when there is none
+    (`report_of` then computes it in the caller's thread)."""
+    worker = shared()
+    return None if worker is None else worker.analyze(path, new_text, added)
+
+
+def report_of(future: Future[SlopReport] | None, path: str, new_text: str, added: set[int]) -> SlopReport:
+    """The worker's report, or the same analysis in this thread (no worker, or it failed).
+    Identical either way: the child runs the same `analyze_change`."""
+    if future is not None:
+        try:
+            return future.result()
+        except SlopWorkerError as exc:
+            log.debug("slop in-process: %s", exc)
+    return analyze_change(path, new_text, new_text, added=added)
+
+
+# -- the child's side ----------------------------------------------------------------------
+def serve(conn: Connection) -> None:
+    """Answer requests in order until "stop" or the socket closes. Everything already sent
+    is read before each job, so a job dropped meanwhile is skipped, not computed."""
+    queue: list[tuple] = []
+    dropped: set[int] = set()
+
+    def take(msg: tuple) -> bool:
+        if not msg or msg[0] == "stop":
+            return False
+        if msg[0] == "drop":
+            dropped.update(msg[1])
+        else:
+            queue.append(msg)
+        return True
+
+    while True:
+        try:
+            if not queue and not take(conn.recv()):
+                return
+            while conn.poll(0):
+                if not take(conn.recv()):
+                    return
+        except (EOFError, OSError):
+            return
+        if not queue:
+            continue  # only drops came
+        _, job, path, new_text, added = queue.pop(0)
+        if job in dropped:
+            dropped.discard(job)
+            continue
+        try:
+            report = analyze_change(path, new_text, new_text, added=set(added))
+        except Exception as exc:  # noqa: BLE001 - one bad file must not end the worker
+            reply: tuple = ("error", job, f"{type(exc).__name__}: {exc}")
+        else:
+            reply = ("ok", job, report)
+        try:
+            conn.send(reply)
+        except (OSError, ValueError):
+            return
+
+
+def _main(argv: list[str]) -> int:
+    conn = Connection(int(argv[1]))
+    try:
+        serve(conn)
+    finally:
+        conn.close()
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(_main(sys.argv))

@@ -1,0 +1,115 @@
+"""Slop in the worker process (core/detectors/slop_worker.py) is slop in-process.
+
+The review sends each file's slop analysis to a child interpreter so its CPU does not hold
+the app's GIL. The properties: the child's report equals `analyze_change` run here, on
+real files with random added lines; a child that dies, or never starts, costs nothing but
+time (the caller's thread computes the same report); a dropped job is skipped.
+"""
+
+from __future__ import annotations
+
+import random
+from concurrent.futures import Future
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from core.detectors import slop_worker
+from core.detectors.slop import analyze_change
+from core.detectors.slop_worker import SlopWorker, SlopWorkerError, report_of
+from tests.core.detectors.test_slop_scope import _added_lines, _real_file
+
+SLOPPY = '''import os
+
+
+def load(items):
+    # loop over the items
+    out = []
+    for item in items:
+        if len(items) == 0:
+            pass
+        out.append(item)
+    return out
+'''
+
+
+@pytest.fixture(scope="module")
+def worker():
+    w = SlopWorker()
+    yield w
+    w.close()
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(st.data())
+def test_the_child_reports_what_analyze_change_reports(worker, data):
+    name, text = _real_file(data)
+    added = _added_lines(data, text.count("\n") + 1)
+    here = analyze_change(name, text, text, added=added)
+    there = worker.analyze(name, text, added).result(timeout=60)
+    assert there == here
+
+
+def test_findings_on_sloppy_code_and_several_jobs_in_order(worker):
+    added = set(range(1, SLOPPY.count("\n") + 1))
+    jobs = [worker.analyze(f"m{i}.py", SLOPPY + "\n" * i, added) for i in range(4)]
+    reports = [job.result(timeout=60) for job in jobs]
+    assert reports[0].findings and reports[0] == analyze_change("m0.py", SLOPPY, SLOPPY, added=added)
+    assert [r.path for r in reports] == ["m0.py", "m1.py", "m2.py", "m3.py"]
+
+
+def test_a_dropped_job_is_cancelled_and_the_rest_answered(worker):
+    added = {5, 6, 7}
+    jobs = [worker.analyze("d.py", SLOPPY + f"# {i}\n", added) for i in range(6)]
+    worker.drop(jobs[1:4])
+    assert all(job.cancelled() for job in jobs[1:4])
+    assert all(job.result(timeout=60).path == "d.py" for job in (jobs[0], *jobs[4:]))
+
+
+def test_a_dead_child_fails_pending_jobs_and_the_caller_computes_them(monkeypatch):
+    import os
+    import signal
+
+    w = SlopWorker()
+    try:
+        w.warm()
+        assert w._proc is not None
+        os.kill(w._proc.pid, signal.SIGSTOP)  # the job waits in the socket, unanswered
+        added = set(range(1, 12))
+        job = w.analyze("x.py", SLOPPY, added)
+        assert not job.done()
+        w._proc.kill()
+        w._proc.wait()
+        with pytest.raises(SlopWorkerError):
+            job.result(timeout=30)
+        assert report_of(job, "x.py", SLOPPY, added) == analyze_change("x.py", SLOPPY, SLOPPY, added=added)
+        # the next job starts a new child
+        again = w.analyze("x.py", SLOPPY, added).result(timeout=60)
+        assert again.findings and again == report_of(job, "x.py", SLOPPY, added)
+    finally:
+        w.close()
+
+
+def test_no_worker_and_a_child_that_cannot_start(monkeypatch):
+    monkeypatch.setenv(slop_worker.ENV, "0")
+    assert slop_worker.shared() is None
+    assert slop_worker.analyze_change_off_thread("x.py", SLOPPY, {5}) is None
+    assert report_of(None, "x.py", SLOPPY, {5}) == analyze_change("x.py", SLOPPY, SLOPPY, added={5})
+
+    def broken() -> tuple:
+        raise SlopWorkerError("cannot start: no interpreter")
+
+    monkeypatch.setattr(slop_worker, "_spawn_child", broken)
+    w = SlopWorker()
+    jobs = [w.analyze("x.py", SLOPPY, {5}) for _ in range(slop_worker.MAX_RESTARTS + 2)]
+    assert all(isinstance(job.exception(), SlopWorkerError) for job in jobs)
+    assert w._starts == slop_worker.MAX_RESTARTS  # then it stops trying
+
+
+def test_a_closed_worker_answers_no_more():
+    w = SlopWorker()
+    w.close()
+    job: Future = w.analyze("x.py", SLOPPY, {random.randint(1, 5)})
+    assert isinstance(job.exception(), SlopWorkerError)
