@@ -25,9 +25,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.context.repomap import RepoMap
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # importing the map (numpy) here would delay the app's preload
+    from core.context.repomap import RepoMap
     from core.indexing.treestate import TreeState
 
 IN_PROCESS_BELOW = 300  # source files: below this the indexer runs in a thread
@@ -432,11 +431,13 @@ def attach(station: Any, **options: Any) -> IndexService:
     """Give a `Workstation` a background indexer: its repo map is fed from it, its
     duplicate checks go to it, its growth meter starts when the tree's lines are counted.
     Returns the started service (`station.indexes`)."""
-    from core.detectors.growth import GrowthMeter
-
     service = IndexService(station.root, station.context.repo_map, **options)
 
     def growth(lines: int) -> None:
+        # imported when the count arrives: the meter pulls in the slop detector (~0.15 s),
+        # which the app's first frame must not wait for
+        from core.detectors.growth import GrowthMeter
+
         if station.growth is None:
             station.growth = GrowthMeter(lines)
 
