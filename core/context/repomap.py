@@ -200,6 +200,7 @@ class RepoMap:
         self._solver: RankSolver | None = None  # the current graph's, with its cached pieces
         self._coef_cache: dict[tuple[int, bool], tuple[MapGraph, Any]] = {}
         self._lines: dict[str, _FileLines] = {}  # per file: parents and token counts of its lines
+        self._chat_vec: tuple[MapGraph, frozenset[int], np.ndarray] | None = None
         self._by_name: tuple[int, dict[str, list[str]]] | None = None
         # focus (chat files, mentioned files, mentioned names) -> ranks, for the current graph
         self._rank_cache: dict[tuple[frozenset, frozenset, frozenset], tuple[MapGraph, np.ndarray]] = {}
@@ -394,6 +395,8 @@ class RepoMap:
         definitions plus its name's rank shared among the files defining it, damped for
         private names and (unless a test is in the chat) test files; 0 in chat files."""
         state, chat, ranks = self._focus_ranks(chat_files, mentioned_files, mentioned_names)
+        if not len(state.def_file):
+            return state, np.zeros(0)
         tests_in_chat = any(is_test_path(state.files[i]) for i in chat)
         score = self._score_matrix(state, tests_in_chat) @ ranks
         for i in chat:
@@ -440,7 +443,14 @@ class RepoMap:
             return cached[1]
         if state.graph.size == 0:
             return np.zeros(0)  # nothing indexed yet: no solver (nor scipy import) needed
-        ranks = rank_focus(self._solver_for(state), focus_parts(state, chat, mentioned_files, mentioned_names))
+        chat_vec = None
+        if chat:  # the chat part (np.isin over every edge) is built once per chat set
+            chat_set = frozenset(chat)
+            if self._chat_vec is None or self._chat_vec[0] is not state or self._chat_vec[1] != chat_set:
+                self._chat_vec = (state, chat_set, _chat_focus(state, chat))
+            chat_vec = self._chat_vec[2]
+        ranks = rank_focus(self._solver_for(state),
+                           focus_parts(state, chat, mentioned_files, mentioned_names, chat_vec))
         self._rank_cache[key] = (state, ranks)
         while len(self._rank_cache) > 8:
             self._rank_cache.pop(next(iter(self._rank_cache)))
@@ -532,28 +542,32 @@ class RepoMap:
             if budget <= 0:
                 return RepoMapResult("", 0, [], done, total, complete)
             state, score = self._scores(chat_files, mentioned_files, prompt_names(prompt))
-            files, def_file, def_line = state.files, state.def_file, state.def_line
+            files = state.files
             chosen: dict[str, dict[int, MapEntry]] = {}
             order: list[str] = []
+            infos: dict[str, _FileLines] = {}
             spent = 0
+            actual = 0  # tokens of the text as chosen (spent counts a shared parent twice)
             misses = 0  # consecutive lines that did not fit; bounds files parsed per render
-            for k, value in _best_first(score):
+            for _k, value, file_id, line_no in _best_first(score, state.def_file, state.def_line):
                 if value <= 0:
                     break
-                rel = files[def_file[k]]
-                info = self._lines_of(rel)
-                exact = info.sigs.get(int(def_line[k]))
-                if exact is None:
+                rel = files[file_id]
+                info = infos.get(rel) or infos.setdefault(rel, self._lines_of(rel))
+                row = info.row(line_no)
+                if row is None:
                     continue  # e.g. a nested helper or a `def` inside a string
+                exact, exact_tokens, parents = row
                 lines = chosen.get(rel)
-                cost = 0 if lines is not None else _tokens_of(rel + ":\n")
+                if lines is None:
+                    header = _tokens_of(rel + ":\n")
+                    additions = [(exact, exact_tokens), *parents]
+                else:
+                    header = 0
+                    additions = [(exact, exact_tokens)] + [p for p in parents if p[0].line not in lines]
                 # (a line already shown as a parent is counted again: as before, kept so
                 # the map stays the same)
-                additions = [exact] + [
-                    p for p in info.parents(exact)
-                    if lines is None or p.line not in lines
-                ]
-                cost += sum(info.tokens(d) for d in additions)
+                cost = header + sum(t for _, t in additions)
                 if spent + cost > budget:
                     misses += 1
                     if spent >= budget * 0.95 or misses > 50:
@@ -561,16 +575,18 @@ class RepoMap:
                     continue  # a shorter line further down may still fit
                 misses = 0
                 spent += cost
+                actual += header
                 if lines is None:
                     lines = chosen[rel] = {}
                     order.append(rel)
-                for d in additions:
+                for d, t in additions:
                     if d.line not in lines:
                         lines[d.line] = MapEntry(rel, d, value)
+                        actual += t
             # the text's tokens, summed per line: the estimator never joins pieces across a
             # newline (tests/core/context/test_rank.py), so this is estimate_tokens(text)
             # without tokenizing ~8k tokens of map twice per request
-            tokens = _map_tokens(order, chosen)
+            tokens = actual
             while tokens > budget and order:
                 last = order[-1]
                 lines = chosen[last]
@@ -579,15 +595,17 @@ class RepoMap:
                     order.pop()
                     del chosen[last]
                 tokens = _map_tokens(order, chosen)
-            text = _render_text(order, chosen)
+            text = _render_text(order, chosen, infos)
             entries = [e for rel in order for _, e in sorted(chosen[rel].items())]
             return RepoMapResult(text, tokens, entries, done, total, complete)
 
     def _lines_of(self, rel: str) -> _FileLines:
         """rel's signature lines with their parents and token counts, cached as long as its
         signatures are."""
-        sigs = self._file_signatures(rel)
         info = self._lines.get(rel)
+        if info is not None and self._external and self._graph is not None and self._graph.exact:
+            return info  # the graph's own signatures: _lines is cleared with each new graph
+        sigs = self._file_signatures(rel)
         if info is None or info.sigs is not sigs:
             info = self._lines[rel] = _FileLines(sigs)
         return info
@@ -785,18 +803,18 @@ _GLOBAL_PIECES = {("files",), ("all",)}
 
 
 def focus_parts(state: MapGraph, chat: list[int], mentioned_files: Iterable[str],
-                mentioned_names: Iterable[str]) -> list[Part]:
+                mentioned_names: Iterable[str], chat_vec: np.ndarray | None = None) -> list[Part]:
     """The restart vector of `personalisation` as weighted unit-mass parts that a solver
     caches separately: the chat files with their callers (one part), each mentioned file
     and name (one node each), and the uniform share over files. No focus: uniform over
-    every node (the plain PageRank)."""
+    every node (the plain PageRank). `chat_vec`: `_chat_focus(state, chat)` if known."""
     graph = state.graph
     n_files = len(state.files)
     parts: list[tuple[float, Hashable, Callable[[], np.ndarray]]] = []
     if chat:
-        chat_vec = _chat_focus(state, chat)
-        chat_set = frozenset(chat)
-        parts.append((float(chat_vec.sum()), ("chat", chat_set), lambda: chat_vec / chat_vec.sum()))
+        chat_vec = _chat_focus(state, chat) if chat_vec is None else chat_vec
+        mass = float(chat_vec.sum())
+        parts.append((mass, ("chat", frozenset(chat)), functools.partial(np.divide, chat_vec, mass)))
     for rel in set(mentioned_files):
         if rel in state.file_index:
             parts.append((1.0, ("node", state.file_index[rel]), _unit(graph.size, state.file_index[rel])))
@@ -853,51 +871,63 @@ def _files_uniform(size: int, n_files: int) -> np.ndarray:
 TOP_K = 6000  # definitions ordered per prompt; a map of 4k tokens renders a few hundred
 
 
-def _best_first(score: np.ndarray) -> Iterator[tuple[int, float]]:
-    """(index, score) by descending score (ties in index order), lazily: the definitions
-    at or above a cut that about TOP_K pass are sorted first, the rest only if rendering
-    gets that far. The cut comes from a sample's quantile (one compare over 230k scores
-    instead of a partial sort, ~4 ms on a loaded machine); any cut gives the same order."""
+def _best_first(score: np.ndarray, *columns: np.ndarray) -> Iterator[tuple[Any, ...]]:
+    """(index, score, column values...) by descending score (ties in index order),
+    lazily: the definitions at or above a cut that about TOP_K pass are sorted first, the
+    rest only if rendering gets that far. The cut comes from a sample's quantile (one
+    compare over 230k scores instead of a partial sort, ~4 ms on a loaded machine); any
+    cut gives the same order. `columns` (e.g. each definition's file and line) are read
+    for the yielded indices in bulk."""
     n = len(score)
     if n <= TOP_K:
-        order = np.argsort(-score, kind="stable")
-        yield from zip(order.tolist(), score[order].tolist())
+        yield from _rows(np.argsort(-score, kind="stable"), score, columns)
         return
     sample = score[_SAMPLE_STEP // 2::_SAMPLE_STEP]
-    cut = float(np.partition(sample, len(sample) - 1 - len(sample) * TOP_K // n)[len(sample) - 1 - len(sample) * TOP_K // n])
+    kth = len(sample) - 1 - len(sample) * TOP_K // n
+    cut = float(np.partition(sample, kth)[kth])
     head = np.flatnonzero(score >= cut)
-    head = head[np.argsort(-score[head], kind="stable")]
-    yield from zip(head.tolist(), score[head].tolist())
+    yield from _rows(head[np.argsort(-score[head], kind="stable")], score, columns)
     rest = np.flatnonzero(score < cut)
-    rest = rest[np.argsort(-score[rest], kind="stable")]
-    yield from zip(rest.tolist(), score[rest].tolist())
+    yield from _rows(rest[np.argsort(-score[rest], kind="stable")], score, columns)
+
+
+def _rows(order: np.ndarray, score: np.ndarray, columns: tuple[np.ndarray, ...]) -> Iterator[tuple[Any, ...]]:
+    return zip(order.tolist(), score[order].tolist(), *(c[order].tolist() for c in columns))
 
 
 _SAMPLE_STEP = 37  # every 37th score: ~6,000 of 230k, for the cut
 
 
 class _FileLines:
-    """One file's signature lines (line -> Definition) with, per line, its enclosing
-    definitions and its tokens, worked out once instead of per request."""
+    """One file's signature lines (line -> Definition) with, per line, its text, its
+    tokens and its enclosing definitions, worked out once instead of per request."""
 
-    __slots__ = ("_parents", "_tokens", "sigs")
+    __slots__ = ("_rows", "_text", "sigs")
 
     def __init__(self, sigs: dict[int, tagmod.Definition]) -> None:
         self.sigs = sigs
-        self._parents: dict[int, list[tagmod.Definition]] = {}
-        self._tokens: dict[int, int] = {}
+        self._rows: dict[int, tuple[tagmod.Definition, int, list[tuple[tagmod.Definition, int]]] | None] = {}
+        self._text: dict[int, str] = {}
 
-    def parents(self, d: tagmod.Definition) -> list[tagmod.Definition]:
-        out = self._parents.get(d.line)
-        if out is None:
-            out = self._parents[d.line] = _parents(self.sigs, d)
+    def row(self, line: int) -> tuple[tagmod.Definition, int, list[tuple[tagmod.Definition, int]]] | None:
+        """(the definition shown for a line, its tokens, [(parent, its tokens)])."""
+        try:
+            return self._rows[line]
+        except KeyError:
+            pass
+        d = self.sigs.get(line)
+        out = None if d is None else (d, self.tokens(d), [(p, self.tokens(p)) for p in _parents(self.sigs, d)])
+        self._rows[line] = out
         return out
 
+    def text(self, d: tagmod.Definition) -> str:
+        t = self._text.get(d.line)
+        if t is None:
+            t = self._text[d.line] = _line(d)
+        return t
+
     def tokens(self, d: tagmod.Definition) -> int:
-        n = self._tokens.get(d.line)
-        if n is None:
-            n = self._tokens[d.line] = _tokens_of(_line(d))
-        return n
+        return _tokens_of(self.text(d))
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -915,10 +945,12 @@ def _map_tokens(order: list[str], chosen: dict[str, dict[int, MapEntry]]) -> int
                for rel in order)
 
 
-def _render_text(order: list[str], chosen: dict[str, dict[int, MapEntry]]) -> str:
+def _render_text(order: list[str], chosen: dict[str, dict[int, MapEntry]],
+                 infos: Mapping[str, _FileLines] | None = None) -> str:
     parts: list[str] = []
     for rel in order:
         parts.append(rel + ":\n")
+        info = infos.get(rel) if infos is not None else None
         for _, entry in sorted(chosen[rel].items()):
-            parts.append(_line(entry.definition))
+            parts.append(info.text(entry.definition) if info is not None else _line(entry.definition))
     return "".join(parts)
