@@ -169,3 +169,13 @@ def test_a_rendered_map_reports_the_tokens_of_its_text(maps, picks, budget):
     chat, files, names = _focus(m, picks)
     result = m.render(budget, chat_files=chat, prompt=" ".join(sorted(names)), mentioned_files=files)
     assert result.tokens == estimate_tokens(result.text) <= budget
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 30_000), st.integers(1, 8), st.integers(1, 5), st.floats(0.0, 0.9), st.integers(0, 2**32 - 1))
+def test_best_first_is_the_stable_descending_order(n, power, digits, zeros, seed):
+    """The chunked order (sampled cuts) equals one stable sort, ties and zeros included."""
+    rng = np.random.default_rng(seed)
+    score = np.round(rng.random(n) ** power, digits)
+    score[rng.random(n) < zeros] = 0.0
+    assert [k for k, _ in _best_first(score)] == np.argsort(-score, kind="stable").tolist()
