@@ -1,0 +1,72 @@
+"""The request path's order (issue 14): the request leaves before the screen changes.
+
+Drawing a new answer (its transcript, the mode and the footer moving to REVIEW, the
+context meter) holds the interpreter the assembly thread and the embedded core share, so
+the app sends first and draws while the model thinks. These tests pin the order, and that
+the mode, the footer's keys and the focus still change together once it has been sent.
+"""
+
+from __future__ import annotations
+
+from textual.widgets import Input
+
+from tests.tui.conftest import wait_for
+from tui.app import SparkApp
+from tui.widgets.diff_view import DiffView
+from tui.widgets.stable_footer import StableFooter
+from tui.widgets.status import StatusBar
+
+PROMPT = "format_money should show negative amounts in parentheses like accountants do"
+
+
+def _notes(app: SparkApp) -> str:
+    return str(app.query_one(DiffView).query_one("#notes").render())
+
+
+async def test_the_request_leaves_before_the_screen_changes(demo_root, core_url):
+    app = SparkApp(demo_root, core_url)
+    seen: dict[str, object] = {}
+    async with app.run_test(size=(140, 36)) as pilot:
+        await wait_for(pilot, lambda: app.client is not None, what="core connection")
+        assert app.client is not None
+        before = _notes(app)
+        real_generate = app.client.generate
+
+        async def generate(*args, **kwargs):
+            seen.update(notes=_notes(app), focused=app.focused, mode=app.query_one(StatusBar).mode,
+                        footer=app.query_one(StableFooter).render().plain, settled=app.settled)
+            return await real_generate(*args, **kwargs)
+
+        app.client.generate = generate  # type: ignore[method-assign]
+        app.query_one("#prompt").focus()
+        await pilot.press(*PROMPT, "enter")
+        await wait_for(pilot, lambda: app.answer is not None and app.settled, what="the answer")
+        # at the send: the answer has started (not settled) but nothing of it is drawn yet
+        assert seen["notes"] == before and f"> {PROMPT}" not in str(seen["notes"])
+        assert isinstance(seen["focused"], Input) and seen["mode"] == "prompt"
+        assert "Accept" not in str(seen["footer"]) and seen["settled"] is False
+        # once sent and answered: transcript, focus, mode and footer keys moved together
+        assert f"> {PROMPT}" in _notes(app)
+        assert app.answer is not None and app.answer.open
+        assert isinstance(app.focused, DiffView) and app.query_one(StatusBar).mode == "review"
+        assert "Accept" in app.query_one(StableFooter).render().plain
+
+
+async def test_a_request_that_is_never_sent_still_shows_its_answer_and_why(demo_root, core_url):
+    """Nothing leaves when the context does not fit: the new answer is drawn with the reason."""
+    from core.context.prompt import ContextError
+
+    app = SparkApp(demo_root, core_url)
+    async with app.run_test(size=(140, 36)) as pilot:
+        await wait_for(pilot, lambda: app.client is not None, what="core connection")
+
+        def too_big(run):
+            raise ContextError("the chat's files are over the context window")
+
+        app.station.request = too_big  # type: ignore[method-assign]
+        app.query_one("#prompt").focus()
+        await pilot.press(*PROMPT, "enter")
+        await wait_for(pilot, lambda: app.answer is not None and app.settled, what="the answer")
+        notes = _notes(app)
+        assert f"> {PROMPT}" in notes and "context_overflow" in notes and "over the context window" in notes
+        assert app.mode == "prompt"
