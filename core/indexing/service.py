@@ -295,6 +295,7 @@ class IndexService:
                 if pre.error is not None or pre.tree is None:
                     raise pre.error or RuntimeError("the tree check ended without a result")
                 tree = pre.tree
+                pre = None  # this thread lives as long as the app: hold no cached map here
             else:
                 pending = PendingState(self.root)
                 trusted = self._install_cached_map() if self.use_cache else None
