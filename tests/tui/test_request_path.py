@@ -70,3 +70,37 @@ async def test_a_request_that_is_never_sent_still_shows_its_answer_and_why(demo_
         notes = _notes(app)
         assert f"> {PROMPT}" in notes and "context_overflow" in notes and "over the context window" in notes
         assert app.mode == "prompt"
+
+
+async def test_the_side_panel_redraws_a_section_only_when_it_changes():
+    """Each request sets the findings and the context again; an unchanged section costs
+    no update (a Static's update asks for a layout of the whole screen)."""
+    from rich.text import Text
+    from textual.app import App, ComposeResult
+    from textual.widgets import Static
+
+    from tui.widgets.side_panel import SidePanel
+
+    class Host(App):
+        def compose(self) -> ComposeResult:
+            yield SidePanel("demo")
+
+    app = Host()
+    async with app.run_test(size=(80, 30)) as pilot:
+        panel = app.query_one(SidePanel)
+        findings = panel.query_one("#findings", Static)
+        updates: list[object] = []
+        real_update = findings.update
+        findings.update = lambda content="", **kw: (updates.append(content), real_update(content, **kw))  # type: ignore[method-assign]
+        panel.set_findings([("warning", "a duplicate of util.fmt")])
+        panel.set_findings([("warning", "a duplicate of util.fmt")])
+        panel.set_findings([])
+        panel.set_findings([])
+        await pilot.pause()
+        assert len(updates) == 2
+        assert "none" in str(findings.render())
+        panel.set_context(Text("12 / 32,000 tokens"))
+        panel.set_context(Text("12 / 32,000 tokens"))
+        panel.set_context(Text("13 / 32,000 tokens"))
+        await pilot.pause()
+        assert "13 / 32,000" in str(panel.query_one("#context", Static).render())

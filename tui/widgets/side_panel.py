@@ -23,6 +23,15 @@ class SidePanel(VerticalScroll):
         super().__init__(**kwargs)
         self._root_label = root_label
         self._changes: list[tuple[float, str, str]] = []
+        self._shown: dict[str, object] = {}  # section id -> what it shows now
+
+    def _show(self, section: str, renderable) -> None:
+        """Update a section only when its content changes: every update of a Static asks
+        for a layout of the whole screen, and each request sets the findings and the
+        context again (mostly to what they already show)."""
+        if self._shown.get(section) != renderable:
+            self._shown[section] = renderable
+            self.query_one(f"#{section}", Static).update(renderable)
 
     def compose(self):
         yield Static(Text(self._root_label, style="bold"), id="root")
@@ -44,19 +53,19 @@ class SidePanel(VerticalScroll):
             text.append(time.strftime("%H:%M:%S ", time.localtime(stamp)), style="dim")
             text.append(f"{CHANGE_LABELS.get(kind, kind)} ", style=style)
             text.append(f"{path}\n")
-        self.query_one("#changes", Static).update(text)
+        self._show("changes", text)
 
     def set_findings(self, findings: list[tuple[str, str]]) -> None:
         """findings: (severity, message) with severity in info|warning|error."""
         if not findings:
-            self.query_one("#findings", Static).update(Text("none", style="dim"))
+            self._show("findings", Text("none", style="dim"))
             return
         text = Text()
         for severity, message in findings:
             style = {"error": "bold red", "warning": "yellow"}.get(severity, "cyan")
             text.append("● ", style=style)
             text.append(f"{message}\n")
-        self.query_one("#findings", Static).update(text)
+        self._show("findings", text)
 
     def set_context(self, renderable) -> None:
-        self.query_one("#context", Static).update(renderable)
+        self._show("context", renderable)
