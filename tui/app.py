@@ -38,6 +38,7 @@ from core.workstation import ReviewSuperseded, Workstation
 from themes import DEFAULT_THEME, register_themes
 from tui.palette import WorkstationCommands
 from tui.screens.help import HelpScreen
+from tui.widgets.diff_render import warm_bodies
 from tui.widgets.diff_view import DiffView
 from tui.widgets.side_panel import SidePanel
 from tui.widgets.stable_footer import StableFooter
@@ -586,6 +587,7 @@ class SparkApp(App):
                 run.rebuild_proposal()
                 if run is self.answer:  # a finished answer's hunks: recorded here, off the UI
                     self.station.record_hunks_shown(run)  # thread, before any redraw shows them
+                    warm_bodies(run.hunks, run.hunk_context())  # highlighted here too
                 return finished
 
             while self._rebuild_needed:

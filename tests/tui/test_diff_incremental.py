@@ -1,12 +1,12 @@
 """The diff view draws incrementally: it must draw exactly what a full render draws.
 
 DiffView.sync mounts only new hunks and repaints only hunks whose header, state, badges,
-reason or context changed, and render_hunk reuses each hunk's highlighted lines from a
-cache (issue 14: an answer of 47 hunks was re-highlighted in full for every review and
+reason or context changed; a hunk's highlighted lines come from a cache and are converted
+to Textual content once, only its header again (issue 14: an answer of 47 hunks was re-highlighted in full for every review and
 verify badge, 60-116 ms on the UI thread each time). The properties: a cached render is
 the uncached composition, and any sequence of syncs leaves the same widgets, in the same
 order, with the same text and current marker as one sync of the last state into a fresh
-view.
+view (with lines highlighted and converted in a worker thread or on the UI thread).
 """
 
 from __future__ import annotations
@@ -18,8 +18,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rich.text import Text
 from textual.app import App, ComposeResult
+from textual.content import Content
 
-from tui.widgets.diff_render import context_lines, diff_lines, hunk_header, render_hunk
+from tui.widgets import diff_render
+from tui.widgets.diff_render import context_lines, diff_lines, hunk_header, render_hunk, warm_bodies
 from tui.widgets.diff_view import DiffView, HunkView
 
 LINES = ["def f(x):\n", "    return x\n", '    """doc"""\n', "", "    y = [1, 2]  # note\n", "import os\n",
@@ -126,16 +128,19 @@ def drawn(view: DiffView) -> list[tuple[str, str, list, bool]]:
     for child in view.children:
         if isinstance(child, HunkView):
             content = child.content
-            assert isinstance(content, Text)
+            assert isinstance(content, Content)
             out.append((child.hunk_id, content.plain, list(content.spans), child.has_class("-current")))
     return out
 
 
 async def _compare(sequence: list[Shown]) -> None:
     app = Host()
+    diff_render._CONTENT.clear()  # converted afresh: some in a worker thread, as the app does
     async with app.run_test(size=(100, 40)) as pilot:
         incremental = app.query_one("#incremental", DiffView)
-        for shown in sequence:
+        for step, shown in enumerate(sequence):
+            if step % 2 == 0:
+                await asyncio.to_thread(warm_bodies, shown.hunks, shown.contexts)
             incremental.sync(shown.hunks, shown.states, shown.badges, shown.contexts, shown.reasons)
             incremental.select(shown.select)
             await pilot.pause()
@@ -148,8 +153,10 @@ async def _compare(sequence: list[Shown]) -> None:
         assert incremental.current_id == fresh.current_id
         total = len(last.hunks)
         for index, (hunk, (hid, plain, spans, _)) in enumerate(zip(last.hunks, drawn(fresh), strict=True), 1):
-            full = reference_render(hunk, last.states[hid], index, total, last.badges[hid],
-                                    last.contexts[hid], last.reasons[hid])
+            # what Static.update draws from the whole Text, converted at once
+            full = Content.from_rich_text(reference_render(hunk, last.states[hid], index, total,
+                                                           last.badges[hid], last.contexts[hid],
+                                                           last.reasons[hid]))
             assert (hid, plain, spans) == (hunk.id, full.plain, list(full.spans))
 
 

@@ -189,6 +189,10 @@ async def test_a_change_underneath_marks_the_hunk_stale_and_nothing_is_overwritt
         await wait_for(pilot, lambda: "stale" in {s.value for s in app.answer.states().values()},
                        what="the watcher to mark the hunk stale")
         stale = next(h for h in app.answer.hunks if app.answer.state(h.id).value == "stale")
+        # the state changes in the recheck's thread; the diff is drawn when it is back on the loop
+        await wait_for(pilot, lambda: any(v.hunk_id == stale.id and "[stale]" in str(v.render())
+                                          for v in app.query_one(DiffView).query("HunkView")),
+                       what="the stale hunk to be drawn")
         drawn = {v.hunk_id: str(v.render()) for v in app.query_one(DiffView).query("HunkView")}
         assert "[stale]" in drawn[stale.id] and "changed on disk" in drawn[stale.id], "the reason is in the diff"
         await pilot.press("A")  # accepting a stale hunk refuses it, with its reason, and writes nothing

@@ -15,11 +15,12 @@ from rich.text import Text
 from textual import events
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
+from textual.content import Content
 from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Static
 
-from tui.widgets.diff_render import render_hunk, render_pending
+from tui.widgets.diff_render import body_content, body_key, hunk_head, render_pending
 
 
 class HunkView(Static):
@@ -34,14 +35,23 @@ class HunkView(Static):
         super().__init__("")
         self.hunk_id = hunk_id
         self._key: tuple | None = None
+        self._body_key: tuple | None = None
+        self._body = Content("")
 
     def show(self, hunk, state: str, index: int, total: int, badges: str,
              context: tuple[list[str], list[str]] = ([], []), reason: str = "") -> None:
         # ids are content-stable; the context lines come from the file as it is now
         key = (hunk.id, state, index, total, badges, reason, tuple(context[0]), tuple(context[1]))
-        if key != self._key:  # repaint only what changed (the highlighted lines are cached)
-            self._key = key
-            self.update(render_hunk(hunk, state, index, total, badges, context, reason))
+        if key == self._key:  # repaint only what changed
+            return
+        self._key = key
+        lines = body_key(hunk, context)
+        if lines != self._body_key:  # the lines: highlighted (cached) and converted once
+            self._body_key = lines
+            self._body = body_content(lines)
+        # the header changes far more often (its number as hunks arrive, its state, its
+        # badges): only it is converted again; the same content as render_hunk's Text
+        self.update(Content.from_rich_text(hunk_head(hunk, state, index, total, badges, reason)) + self._body)
 
 
 class PendingBlock(Widget):
