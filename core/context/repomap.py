@@ -21,6 +21,7 @@ import math
 import os
 import re
 import threading
+import time
 from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -232,8 +233,23 @@ class RepoMap:
                 self._graph = graph
                 self._exact_sigs.clear()
                 self._lines.clear()
+                if graph.files:
+                    # the indexer warms a graph it sends (prefetch()), but one installed
+                    # from the cache waits for the tree check first (up to ~1 s on 20k
+                    # files), and a request in that window paid scipy's import, the
+                    # solver and the global piece itself (~150-250 ms): warm it here too,
+                    # a moment later (the first frame is being built meanwhile)
+                    threading.Thread(target=self._warm_soon, args=(graph,), name="spark-map-warm",
+                                     daemon=True).start()
             if progress is not None:
                 self._progress = progress
+
+    def _warm_soon(self, graph: MapGraph) -> None:
+        time.sleep(WARM_DELAY_S)
+        if self._graph is not graph:
+            return  # replaced meanwhile: its successor is warmed by its own install
+        with contextlib.suppress(Exception):  # an optimisation; a request ranks anyway
+            self.prefetch()
 
     @property
     def progress(self) -> tuple[int, int | None, bool]:
@@ -799,6 +815,7 @@ def _parents(sigs: dict[int, tagmod.Definition], d: tagmod.Definition) -> list[t
 # needs the order of its best few hundred definitions (tests/core/context/test_rank.py)
 RANK_TOLERANCE = 1e-6
 FOCUS_SHARE = 0.8  # of the restart mass on the focus; the rest is uniform over files
+WARM_DELAY_S = 0.25  # after a graph is installed, before its background warm-up
 GLOBAL_TOLERANCE = 1e-8  # the pieces every prompt reuses: solved once per graph, tightly
 _GLOBAL_PIECES = {("files",), ("all",)}
 
