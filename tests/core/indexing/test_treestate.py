@@ -14,6 +14,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -193,3 +194,58 @@ def test_a_checked_map_equals_a_fresh_scan_after_any_history(tmp_path_factory, o
         assert _renders(map3) == _renders(RepoMap(root))
     finally:
         third.stop()
+
+
+def _snapshot_damage(path: Path, damage: str, other_root: Path) -> None:
+    import json
+    import struct
+
+    from core.indexing.cache import SNAPSHOT_MAGIC
+
+    data = path.read_bytes()
+    if damage == "truncate":
+        path.write_bytes(data[: len(data) * 2 // 3])
+    elif damage == "garbage":
+        path.write_bytes(os.urandom(len(data)))
+    elif damage == "empty":
+        path.write_bytes(b"")
+    elif damage == "flipped":  # one byte after the header changed: the checksum refuses it
+        i = len(data) - 100
+        path.write_bytes(data[:i] + bytes([data[i] ^ 0xFF]) + data[i + 1:])
+    else:  # another version, another repository, another name in an intact file
+        pos = len(SNAPSHOT_MAGIC)
+        (length,) = struct.unpack_from("<I", data, pos)
+        header = json.loads(data[pos + 4:pos + 4 + length])
+        header.update({"other_version": {"version": header["version"] - 1},
+                       "foreign": {"root": str(other_root.resolve())},
+                       "renamed": {"name": "tag"}}[damage])
+        raw = json.dumps(header).encode()
+        raw += b" " * (length - len(raw)) if len(raw) <= length else b""
+        assert len(raw) == length, "the test keeps the header's length (and so every offset)"
+        path.write_bytes(data[:pos + 4] + raw + data[pos + 4 + length:])
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "empty", "flipped", "other_version", "foreign",
+                                    "renamed"])
+def test_a_damaged_or_foreign_map_snapshot_is_refused_and_rebuilt(tmp_path, damage):
+    from core.indexing.cache import read_latest_snapshot, snapshot_file
+
+    root = _git_repo(tmp_path, files=8)
+    other = generate(tmp_path / "rep2", 4, 7)  # a root as long as "repo": the header keeps its size
+    cache_dir = tmp_path / "cache"
+    first, map1 = _service(root, cache_dir)
+    assert first.wait(60)
+    expected = _renders(map1)
+    first.stop()
+    cache = cache_file(root, cache_dir)
+    snap = snapshot_file(cache, "map")
+    assert read_latest_snapshot(root, "map", cache) is not None
+    _snapshot_damage(snap, damage, other)
+    assert read_latest_snapshot(root, "map", cache) is None
+    second, map2 = _service(root, cache_dir)
+    try:
+        assert second.wait(60, what="map")
+        assert _renders(map2) == expected == _renders(RepoMap(root))
+    finally:
+        second.stop()
+    assert read_latest_snapshot(root, "map", cache) is not None, "rebuilt and stored again"
