@@ -344,6 +344,14 @@ class Part:
 _BLAS: list[Any] = []  # the process's threadpool controller, made once
 
 
+def prepare_solver() -> None:
+    """Import what a RankSolver needs (scipy.sparse, the BLAS controller) ahead of time."""
+    from scipy import sparse  # noqa: F401
+
+    with _single_threaded_blas():
+        pass
+
+
 def _single_threaded_blas() -> Any:
     """GMRES's Gram-Schmidt products are small (40 x n): OpenBLAS splits them over its
     threads, which on a loaded 2-core machine wait on each other for milliseconds per

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from core.context import tags as tagmod
-from core.context.rank import Graph, Part, RankSolver
+from core.context.rank import Graph, Part, RankSolver, prepare_solver
 from core.context.tokens import estimate_tokens
 from core.context.tree import is_ignored, list_files
 
@@ -221,6 +221,9 @@ class RepoMap:
             self._external = True
             self._on_event = on_event
             self._progress = (0, None, False)
+        # the ranking's modules (scipy.sparse: 0.1-0.4 s of imports) are loaded in the
+        # background now, a moment after launch, not by the first request or warm-up
+        threading.Thread(target=_prepare_soon, name="spark-map-imports", daemon=True).start()
 
     def install(self, *, files: Iterable[str] | None = None, graph: MapGraph | None = None,
                 progress: tuple[int, int | None, bool] | None = None) -> None:
@@ -818,6 +821,12 @@ FOCUS_SHARE = 0.8  # of the restart mass on the focus; the rest is uniform over 
 WARM_DELAY_S = 0.25  # after a graph is installed, before its background warm-up
 GLOBAL_TOLERANCE = 1e-8  # the pieces every prompt reuses: solved once per graph, tightly
 _GLOBAL_PIECES = {("files",), ("all",)}
+
+
+def _prepare_soon() -> None:
+    time.sleep(WARM_DELAY_S)
+    with contextlib.suppress(Exception):  # an optimisation: the first use imports anyway
+        prepare_solver()
 
 
 def focus_parts(state: MapGraph, chat: list[int], mentioned_files: Iterable[str],
