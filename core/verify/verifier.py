@@ -44,6 +44,12 @@ from core.workspace.files import Workspace
 log = logging.getLogger(__name__)
 TESTS_ENV = "SPARK_VERIFY_TESTS"  # "0": quick checks only (the app's own UI tests set it)
 DEBOUNCE_S = 0.3  # decisions come in bursts; verify the subset once they pause
+# While an answer streams its proposal is rebuilt every few hundred ms, each rebuild
+# changing most files of a long answer: checking each one (a parse and a ruff run per
+# file) took the GIL and CPU the stream, the review and the keys need, for reports
+# replaced before anyone read them. A streaming proposal is checked once it stayed the
+# same this long; the final one at once.
+STREAM_QUIET_S = 0.4
 PROGRESS_EVERY_S = 0.1  # at most this often a progress line reaches the UI
 
 
@@ -131,7 +137,7 @@ class Verifier:
     def __init__(self, ws: Workspace, *, settings: VerifySettings | None = None,
                  run_tests: bool | None = None, on_change: Callable[[], None] | None = None,
                  baseline: BaselineCache | None = None, debounce_s: float = DEBOUNCE_S,
-                 parallel_baseline: bool | None = None) -> None:
+                 parallel_baseline: bool | None = None, stream_quiet_s: float = STREAM_QUIET_S) -> None:
         self.ws = ws
         self.settings = settings or read_settings(ws.root)
         self.run_tests = (self.settings.enabled and tests_enabled_by_env()
@@ -139,6 +145,7 @@ class Verifier:
         self.on_change = on_change
         self.baseline = baseline if baseline is not None else BaselineCache.shared()
         self.debounce_s = debounce_s
+        self.stream_quiet_s = stream_quiet_s
         # the unchanged tree's run beside the proposal's, where cores are to spare
         self.parallel_baseline = ((os.cpu_count() or 1) >= 4 if parallel_baseline is None
                                   else parallel_baseline)
@@ -148,6 +155,7 @@ class Verifier:
         self._proposal: Proposal | None = None
         self._final = False
         self._answer_gen = 0  # bumped by every propose
+        self._proposed_at = 0.0  # perf_counter of the last propose
         self._answer_done_gen = -1  # the gen whose answer-scope work has completed
         self._accepted: frozenset[str] | None = None
         self._accepted_at = 0.0
@@ -171,6 +179,7 @@ class Verifier:
             self._proposal = proposal
             self._final = final
             self._answer_gen += 1
+            self._proposed_at = time.perf_counter()
             if final:
                 self.final_at = time.perf_counter()
             self._reports[Scope.ANSWER] = ScopeReport(
@@ -305,6 +314,12 @@ class Verifier:
                 gen, proposal = self._answer_gen, self._proposal
                 if proposal is not None and self._answer_done_gen != gen:
                     final = self._final
+                    quiet = self._proposed_at + self.stream_quiet_s - time.perf_counter()
+                    if not final and quiet > 0:  # still streaming: see STREAM_QUIET_S
+                        if self._unchecked_originals(proposal):  # these do not change: now
+                            return lambda: self._check_originals(proposal)
+                        self._lock.wait(quiet)
+                        continue
                     return lambda: self._verify_answer(gen, proposal, final)
                 acc = self._accepted
                 if proposal is not None and acc is not None and self._final and \
@@ -318,6 +333,20 @@ class Verifier:
 
     def _current(self, gen: int) -> bool:
         return self._answer_gen == gen and not self._closed and self._proposal is not None
+
+    def _unchecked_originals(self, proposal: Proposal) -> bool:
+        return any(not fp.is_new and (fp.path, fp.base_fingerprint) not in self._before
+                   for fp in proposal.files)
+
+    def _check_originals(self, proposal: Proposal) -> None:
+        """The problems the edited files had before the answer, checked as soon as a file
+        appears in the proposal (while the answer streams): the last token is then
+        followed by the check of the new texts only."""
+        todo = [fp for fp in proposal.files
+                if not fp.is_new and (fp.path, fp.base_fingerprint) not in self._before]
+        found = check_texts([(fp.path, fp.old_text) for fp in todo])
+        for fp, problems in zip(todo, found, strict=True):
+            self._before[(fp.path, fp.base_fingerprint)] = problems
 
     def _check(self, proposal: Proposal, accepted: frozenset[str] | None
                ) -> tuple[list[Problem], dict[str, list[Problem]], dict[str, str]]:
