@@ -40,6 +40,7 @@ from tui.palette import WorkstationCommands
 from tui.screens.help import HelpScreen
 from tui.widgets.diff_render import warm_bodies
 from tui.widgets.diff_view import DiffView
+from tui.widgets.prompt_input import PromptInput
 from tui.widgets.side_panel import SidePanel
 from tui.widgets.stable_footer import StableFooter
 from tui.widgets.status import StatusBar
@@ -138,8 +139,8 @@ class SparkApp(App):
         with Horizontal(id="main"):
             yield DiffView(id="diff")
             yield SidePanel(self.root.name, id="side")
-        yield Input(placeholder="Ask for a change, Enter to send (while streaming: Enter steers)", id="prompt",
-                    select_on_focus=False)
+        yield PromptInput(placeholder="Ask for a change, Enter to send (while streaming: Enter steers)",
+                          id="prompt", select_on_focus=False)
         yield StatusBar(id="status")
         yield StableFooter()
 
