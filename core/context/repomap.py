@@ -240,8 +240,7 @@ class RepoMap:
                     # the indexer warms a graph it sends (prefetch()), but one installed
                     # from the cache waits for the tree check first (up to ~1 s on 20k
                     # files), and a request in that window paid scipy's import, the
-                    # solver and the global piece itself (~150-250 ms): warm it here too,
-                    # a moment later (the first frame is being built meanwhile)
+                    # solver and the global piece itself (~150-250 ms): warm it here too
                     threading.Thread(target=self._warm_soon, args=(graph,), name="spark-map-warm",
                                      daemon=True).start()
             if progress is not None:
@@ -818,13 +817,14 @@ def _parents(sigs: dict[int, tagmod.Definition], d: tagmod.Definition) -> list[t
 # needs the order of its best few hundred definitions (tests/core/context/test_rank.py)
 RANK_TOLERANCE = 1e-6
 FOCUS_SHARE = 0.8  # of the restart mass on the focus; the rest is uniform over files
-WARM_DELAY_S = 0.25  # after a graph is installed, before its background warm-up
+WARM_DELAY_S = 0.05  # after a graph is installed, before its background warm-up
+IMPORT_DELAY_S = 0.25  # after the map is handed to an indexer (app start), before scipy's import
 GLOBAL_TOLERANCE = 1e-8  # the pieces every prompt reuses: solved once per graph, tightly
 _GLOBAL_PIECES = {("files",), ("all",)}
 
 
 def _prepare_soon() -> None:
-    time.sleep(WARM_DELAY_S)
+    time.sleep(IMPORT_DELAY_S)
     with contextlib.suppress(Exception):  # an optimisation: the first use imports anyway
         prepare_solver()
 
