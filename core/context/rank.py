@@ -290,45 +290,54 @@ class RankSolver:
         With E the error of the unnormalised sum and S its computed mass,
         |x - x*|_1 <= E/S + |S* - S|/S <= 2E/S. Cached pieces are reused; the parts not
         cached are solved together as one right-hand side (one solve costs the same for
-        one focus node as for five), cached per part when alone, to the share of the
-        error budget E ~ 0.45 tol S that the cached pieces' own bounds leave (they are
-        usually far inside theirs). `scale_hint` is the expected S (the global piece's
-        mass); the budget is tightened if the bound still misses tol.
+        one focus node as for five), cached per part when alone, to the tolerance that
+        keeps 2E/S <= tol given what the cached pieces bring (their mass and bounds) and
+        the mass a fresh piece has (at least 1 as R >= I; assumed at least half of
+        `scale_hint`, the global piece's mass, and refined if not), so one solve usually
+        suffices; cached pieces too loose are refined.
         """
         if self.size == 0:
             return np.zeros(0), 0.0
         total = sum(p.weight for p in parts)
-        budget = 0.45 * tol * max(scale_hint, 1.0)
-        bound = math.inf
-        num = np.zeros(self.size)
-        mass = 1.0
+        target = 0.9 * tol
+        least = max(1.0, 0.5 * scale_hint)
         for _attempt in range(4):
             num = np.zeros(self.size)
             err = 0.0
             fresh: list[Part] = []
             for p in parts:
                 sol = self.cached(p.key)
-                if sol is None or sol.bound > budget:
+                if sol is None:
                     fresh.append(p)
                     continue
                 num += (p.weight / total) * sol.y
                 err += (p.weight / total) * sol.bound
+            share = sum(p.weight for p in fresh) / total
+            mass = float(num.sum())
+            # error the fresh pieces may add, if their mass is at least half the global
+            # piece's (a walk from a focus leaks mass only at dangling nodes; if it does
+            # leak more, the bound below says so and the pieces are refined)
+            room = target * (mass + share * least) / 2 - err
             if fresh:
-                share = sum(p.weight for p in fresh)
-                # >= budget: each kept piece's bound is <= budget and their weights < 1 - share
-                eps = (budget - err) / (share / total)
+                eps = room / share if room > 0 else 0.45 * target
                 if len(fresh) == 1:
                     sol = self.piece(fresh[0].key, fresh[0].make, eps)
                 else:
                     key = frozenset(p.key for p in fresh)
-                    sol = self.piece(key, functools.partial(_joint, tuple(fresh), share), eps)
-                num += (share / total) * sol.y
-                err += (share / total) * sol.bound
-            mass = float(num.sum())
+                    sol = self.piece(key, functools.partial(_joint, tuple(fresh), sum(p.weight for p in fresh)), eps)
+                num += share * sol.y
+                err += share * sol.bound
+                mass = float(num.sum())
             bound = 2 * err / mass if mass > 0 else math.inf
             if bound <= tol:
-                break
-            budget *= max(0.05, 0.9 * tol / bound)
+                return num / mass, bound
+            # cached pieces too loose for this tol: tighten each to its share of it
+            for p in parts:
+                sol = self.cached(p.key)
+                if sol is not None and sol.bound > 0.45 * target:
+                    self.piece(p.key, p.make, 0.45 * target)
+            target *= 0.5
+            least = 1.0
         return num / mass, bound
 
 
