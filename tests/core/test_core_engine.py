@@ -64,7 +64,7 @@ async def test_pinned_rate_fidelity_and_frames(tmp_path):
     # frames, not one message per token: ~16 tokens a frame at 1,000 tok/s
     assert len(deltas) < 600 / 8
     gaps = sorted(b[0] - a[0] for a, b in zip(deltas[1:-1], deltas[2:-1]))
-    assert gaps[len(gaps) // 2] >= 0.0158 and gaps[0] >= 0.010  # OS preemption can nudge one
+    assert gaps[len(gaps) // 2] >= 0.0158 and gaps[len(gaps) // 10] >= 0.010  # preemption nudges a few
 
 
 async def test_batch_lowers_per_stream_rate(tmp_path):

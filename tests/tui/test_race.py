@@ -53,7 +53,9 @@ async def test_spark_wins_and_1_takes_its_answer(client):
 
 
 async def test_taking_a_running_answer_is_refused_then_2_takes_base(client):
-    app = ScreenHost(_screen(client))
+    # base capped at 200 tokens (~3 s at ~65 tok/s), so it is still running when "2" is
+    # pressed even on a loaded machine (at CAP it could finish between the check and the key)
+    app = ScreenHost(_screen(client, max_tokens=200))
     async with app.run_test(size=(140, 40)) as pilot:
         race = app.screen.race
         await wait_for(pilot, lambda: race.lane("spark").finished, what="spark to finish")
