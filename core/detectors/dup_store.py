@@ -139,11 +139,12 @@ class UnitTable:
         self.feat_off, self.feat = arrays["feat_off"], arrays["feat"]
         self.anch_off, self.anch = arrays["anch_off"], arrays["anch"]
         self.lex_off, self.lex = arrays["lex_off"], arrays["lex"]
+        self.n = len(self.line)  # (len() of a table is on every query's path)
         self.features = FeatureIndex()
         self._exact_k = self._exact_ord = self._renamed_k = self._renamed_ord = np.empty(0, np.int64)
 
     def __len__(self) -> int:
-        return len(self.line)
+        return self.n
 
     # -- building ---------------------------------------------------------------------------
     @classmethod

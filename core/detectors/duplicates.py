@@ -328,7 +328,7 @@ class DuplicateIndex:
         with self._lock:
             self._drop(rel)
             self._insert(rel, units, into_delta=not bulk)
-            if not bulk and self._table.features.delta_size > max(2000, len(self._table) // 5):
+            if not bulk and self._table.features.delta_size > max(2000, self._table.n // 5):
                 self._freeze()
 
     def units_of(self, rel: str) -> list[FunctionUnit]:
@@ -530,11 +530,11 @@ class DuplicateIndex:
             return frozen + sum(1 for r in self._rows if r is not None and r[2])
 
     def _is_alive(self, uid: int) -> bool:
-        base = len(self._table)
+        base = self._table.n
         return bool(self._alive[uid]) if uid < base else self._rows[uid - base] is not None
 
     def _path(self, uid: int) -> str:
-        base = len(self._table)
+        base = self._table.n
         if uid < base:
             return self._table.path(uid)
         row = self._rows[uid - base]
@@ -542,15 +542,29 @@ class DuplicateIndex:
         return row[0]
 
     def _fingerprint(self, uid: int) -> Fingerprint:
-        base = len(self._table)
+        base = self._table.n
         if uid < base:
             return self._table.fingerprint(uid)
         row = self._rows[uid - base]
         assert row is not None
         return row[1]
 
+    def _row(self, uid: int) -> tuple[str, Fingerprint, bool]:
+        row = self._rows[uid - self._table.n]
+        assert row is not None
+        return row
+
+    def _symbol(self, uid: int) -> str:
+        return self._table.symbol(uid) if uid < self._table.n else self._row(uid)[1].symbol
+
+    def _line(self, uid: int) -> int:
+        return int(self._table.line[uid]) if uid < self._table.n else self._row(uid)[1].line
+
+    def _roles(self, uid: int) -> str:
+        return self._table.role_text(uid) if uid < self._table.n else self._row(uid)[1].roles
+
     def _feats(self, uid: int) -> np.ndarray:
-        base = len(self._table)
+        base = self._table.n
         return self._table.feats(uid) if uid < base else self._fingerprint(uid).features
 
     def _group(self, key: bytes, renamed: bool) -> list[int]:
@@ -567,7 +581,7 @@ class DuplicateIndex:
 
     def _word_jaccards(self, which: str, query: np.ndarray, uids: list[int]) -> list[float]:
         """Jaccard of the query's anchors (or lexicon) hashes with each uid's."""
-        base = len(self._table)
+        base = self._table.n
         frozen = [u for u in uids if u < base]
         scores = dict(zip(frozen, self._table.set_jaccards(which, query, np.asarray(frozen, np.int64)).tolist(),
                           strict=True)) if frozen else {}
@@ -608,7 +622,7 @@ class DuplicateIndex:
             for (sim, uid), shared in zip(near, anchors, strict=True):
                 if shared < ANCHOR_FLOOR:
                     continue
-                ratio = aligner.ratio(self._fingerprint(uid).roles, sim)
+                ratio = aligner.ratio(self._roles(uid), sim)
                 if ratio:
                     found[uid] = (min(ratio, 0.99), 3)  # not an exact or renamed copy: below 1
         return self._rank(unit, found, skip, limit)
@@ -674,7 +688,7 @@ class DuplicateIndex:
                 def skip(uid: int, symbol: str = unit.symbol) -> bool:
                     where = self._path(uid)
                     return where == norm_excl or (
-                        where == norm_path and self._fingerprint(uid).symbol == symbol)
+                        where == norm_path and self._symbol(uid) == symbol)
 
                 for uid, sim, ctype in self._matches(Fingerprint.of(unit), skip, limit):
                     twin = self._fingerprint(uid)
@@ -704,15 +718,19 @@ class DuplicateIndex:
         out: dict[tuple[FunctionRef, FunctionRef], tuple[float, int]] = {}
 
         with self._lock:
-            base = len(self._table)
-            live = [u for u in np.flatnonzero(self._alive).tolist()]
+            base = self._table.n
+            live = np.flatnonzero(self._alive).tolist()
             live += [base + i for i, row in enumerate(self._rows) if row is not None]
+            lines = self._table.line.tolist()  # (the skip test runs for every twin found)
+
+            def line_of(uid: int) -> int:
+                return lines[uid] if uid < base else self._line(uid)
+
             for me in live:
                 unit, path = self._fingerprint(me), self._path(me)
 
                 def skip(other: int, me: int = me, line: int = unit.line, path: str = path) -> bool:
-                    return other == me or (self._path(other) == path
-                                           and self._fingerprint(other).line == line)
+                    return other == me or (line_of(other) == line and self._path(other) == path)
 
                 # the lower floor for short functions is for checks (a new function the
                 # user is about to accept); over a whole tree it pairs more patterns
