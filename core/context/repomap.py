@@ -500,8 +500,9 @@ class RepoMap:
             if not state.files:
                 return
             solver = self._solver_for(state)
-            parts = focus_parts(state, [], [], [state.files[0]])
-            solver.piece(parts[-1].key, parts[-1].make, GLOBAL_TOLERANCE)
+            files_part = focus_parts(state, [], [state.files[0]], [])[-1]  # the uniform share
+            assert files_part.key == ("files",)
+            solver.piece(files_part.key, files_part.make, GLOBAL_TOLERANCE)
         with self._lock:
             if self._graph_state() is state:
                 self._score_matrix(state, False)

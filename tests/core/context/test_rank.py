@@ -179,3 +179,21 @@ def test_best_first_is_the_stable_descending_order(n, power, digits, zeros, seed
     score = np.round(rng.random(n) ** power, digits)
     score[rng.random(n) < zeros] = 0.0
     assert [k for k, _ in _best_first(score)] == np.argsort(-score, kind="stable").tolist()
+
+
+def test_the_warm_up_solves_the_pieces_every_focused_prompt_reuses(maps):
+    """After prefetch() with no prompt (the indexer's call on a fresh graph) a prompt
+    naming one new function solves that function's piece only."""
+    m = maps["generated"]
+    m._solver = None
+    m._rank_cache.clear()
+    m.prefetch()
+    solver = m._solver
+    assert solver is not None and solver.cached(("files",)) is not None and solver.cached(("all",)) is not None
+    state = m._graph_state()
+    name = sorted(state.ident_index)[7]
+    solved = []
+    real = solver.solve
+    solver.solve = lambda b, tol, start=None: solved.append(1) or real(b, tol, start)
+    m.render(2000, prompt=f"look at {name}")
+    assert len(solved) == 1
