@@ -177,7 +177,8 @@ class Indexer:
         except Exception as exc:  # noqa: BLE001 -- the snapshot is an optimisation; say why it is missing
             self.send("note", f"map snapshot not stored: {type(exc).__name__}: {exc}")
             return
-        if any(rel not in now.tokens for rel in self.facts):
+        if any(rel not in now.tokens for rel in self.facts) or \
+                any(rel not in now.tokens for rel in self._graph.files):
             return  # a file gone from the tree is still in the map
         for rel in sorted(set(now.changed_since(self.state)) | self.scanned):
             if rel not in now.tokens:
@@ -402,11 +403,14 @@ class Indexer:
 
     # -- file events -----------------------------------------------------------------------
     def on_events(self, events: list[tuple[str, str]]) -> None:
+        map_changed = False
         if not self.facts_complete:  # the map came from a snapshot: its scans are needed now
             if not self.stamps:
                 self.stamps = map_stamps(self.root, self.files)
             self._scan_all_tags(partial=False)
-        map_changed = False
+            # the scans are of the tree now, the snapshot's graph of the tree at launch: a
+            # file deleted or changed in between (its event maybe lost) must leave the map
+            map_changed = True
         for path, kind in events:
             rel = path.replace(os.sep, "/").lstrip("/")
             full = self.root / rel
