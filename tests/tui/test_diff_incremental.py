@@ -19,12 +19,13 @@ from hypothesis import strategies as st
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.content import Content
+from textual.geometry import Size
 
 from tui.widgets import diff_render
 from tui.widgets.diff_render import context_lines, diff_lines, hunk_header, render_hunk, warm_bodies
 from tui.widgets.diff_view import DiffView, HunkView
 
-LINES = ["def f(x):\n", "    return x\n", '    """doc"""\n', "", "    y = [1, 2]  # note\n", "import os\n",
+LINES = ["def f(x):\n", "    return x  # " + "a long line that wraps at narrow widths " * 3 + "\n", '    """doc"""\n', "", "    y = [1, 2]  # note\n", "import os\n",
          "x = 'a\n", "class C:\n"]
 PATHS = ["pkg/a.py", "web/b.js", "notes.txt"]
 STATES = ["undecided", "chosen", "written", "rejected", "stale", "refused"]
@@ -158,6 +159,13 @@ async def _compare(sequence: list[Shown]) -> None:
                                                            last.badges[hid], last.contexts[hid],
                                                            last.reasons[hid]))
             assert (hid, plain, spans) == (hunk.id, full.plain, list(full.spans))
+        # a hunk's height (head and lines measured apart) is the whole content's height
+        for view, hunk in zip(incremental.query(HunkView), last.hunks, strict=True):
+            whole = view.content
+            assert isinstance(whole, Content)
+            for width in (9, 37, 98):
+                size = Size(width, 40)
+                assert view.get_content_height(size, size, width) == whole.get_height(view.styles, width)
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])

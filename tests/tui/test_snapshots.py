@@ -39,7 +39,12 @@ def test_main_screen_mid_stream(snap_compare, demo_root, core_url):
         run.stats = StreamStats(started=100.0, first_token=100.08, tokens=cut // 4)
         run.stats.ended = 100.08 + (cut // 4) / 1000  # 1,000 tok/s, fixed for the picture
         await app._rebuild_now()
+        # a streaming proposal is checked once it stays the same a moment (the verifier's
+        # STREAM_QUIET_S): the picture is of the checks done, not of when they land
+        await wait_for(pilot, lambda: app.verify.reports()[0] is not None
+                       and app.verify.reports()[0].problems is not None, what="the checks")
         app._dirty = True
+        app._verify_dirty = True
         app._paint()
         app.query_one("#status").streaming = True
         await pilot.pause()

@@ -9,13 +9,14 @@ one sync of the last state into a fresh view draws.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import events
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.content import Content
+from textual.geometry import Size
 from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Static
@@ -37,6 +38,7 @@ class HunkView(Static):
         self._key: tuple | None = None
         self._body_key: tuple | None = None
         self._body = Content("")
+        self._head = Content("")
 
     def show(self, hunk, state: str, index: int, total: int, badges: str,
              context: tuple[list[str], list[str]] = ([], []), reason: str = "") -> None:
@@ -51,7 +53,19 @@ class HunkView(Static):
             self._body = body_content(lines)
         # the header changes far more often (its number as hunks arrive, its state, its
         # badges): only it is converted again; the same content as render_hunk's Text
-        self.update(Content.from_rich_text(hunk_head(hunk, state, index, total, badges, reason)) + self._body)
+        self._head = Content.from_rich_text(hunk_head(hunk, state, index, total, badges, reason))
+        self.update(self._head + self._body)
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        """The height of head + lines, without wrapping the whole hunk again: each layout
+        pass after a header change re-measured every changed hunk by wrapping all its lines
+        (most of the UI thread's time after an answer's last token). The lines' height is
+        remembered by their shared content; the head ends in a newline, so the whole is
+        the sum less one line (property-tested against the whole content's height)."""
+        if not width:
+            return 0
+        rules: Any = self.styles  # what Widget.get_content_height passes to a visual
+        return self._head.get_height(rules, width) + self._body.get_height(rules, width) - 1
 
 
 class PendingBlock(Widget):
