@@ -207,5 +207,5 @@ def test_resize_keeps_files_and_history_and_follows_the_window(tmp_path):
     ctx.resize(8192)
     assert ctx.window == 8192 and ctx.reserve == 1024
     assert [f.path for f in ctx.files] == ["a.py"] and ctx.history
-    messages, report = ctx.build_request("next")
+    _messages, report = ctx.build_request("next")
     assert report.total <= report.budget
