@@ -84,6 +84,11 @@ class VerifySession:
         self._proposal_seen = seen
         self.verifier.propose(run.proposal, final=run.finished)
 
+    def stream_ended(self, run: RunLike) -> None:
+        """The answer's last token came; its final proposal follows (see Verifier.hold)."""
+        if self.verifier is not None and run.request_id == self.run_id:
+            self.verifier.hold()
+
     def decisions_changed(self, run: RunLike) -> None:
         if self.verifier is not None and run.request_id == self.run_id and run.finished:
             self.verifier.decisions(set(run.chosen))

@@ -156,6 +156,7 @@ class Verifier:
         self._final = False
         self._answer_gen = 0  # bumped by every propose
         self._proposed_at = 0.0  # perf_counter of the last propose
+        self._held = False  # the stream ended: check nothing until the final proposal
         self._answer_done_gen = -1  # the gen whose answer-scope work has completed
         self._accepted: frozenset[str] | None = None
         self._accepted_at = 0.0
@@ -180,6 +181,7 @@ class Verifier:
             self._final = final
             self._answer_gen += 1
             self._proposed_at = time.perf_counter()
+            self._held = False
             if final:
                 self.final_at = time.perf_counter()
             self._reports[Scope.ANSWER] = ScopeReport(
@@ -190,6 +192,15 @@ class Verifier:
             self._lock.notify_all()
         if run is not None:
             run.cancel()
+
+    def hold(self) -> None:
+        """The answer's stream ended and its final proposal follows (the app proposes it once
+        it is reviewed): the last streaming proposal is not checked meanwhile (its quiet
+        period would elapse just then, for a report replaced a moment later). No effect
+        once the final proposal is in."""
+        with self._lock:
+            if not self._final:
+                self._held = True
 
     def decisions(self, accepted: set[str]) -> None:
         """The accepted hunk ids changed; the subset is verified once decisions pause."""
@@ -312,7 +323,7 @@ class Verifier:
                 if self._closed:
                     return None
                 gen, proposal = self._answer_gen, self._proposal
-                if proposal is not None and self._answer_done_gen != gen:
+                if proposal is not None and self._answer_done_gen != gen and not self._held:
                     final = self._final
                     quiet = self._proposed_at + self.stream_quiet_s - time.perf_counter()
                     if not final and quiet > 0:  # still streaming: see STREAM_QUIET_S

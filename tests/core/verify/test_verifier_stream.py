@@ -95,3 +95,23 @@ def test_a_proposal_left_alone_while_streaming_is_checked(demo, checked):
     finally:
         v.close(wait=True)
     assert {(fp.path, fp.new_text) for fp in half.files} <= set(checked)
+
+
+def test_after_the_stream_ends_only_the_final_proposal_is_checked(demo, checked):
+    answer = recording("overdue-days")["answer"]
+    half = build_proposal(demo, parse_edits(answer[: len(answer) // 2]))
+    whole = build_proposal(demo, parse_edits(answer))
+    v = Verifier(demo, run_tests=False, baseline=BaselineCache(), stream_quiet_s=0.05)
+    try:
+        v.propose(half, final=False)
+        v.hold()  # the last token came: the final proposal follows its review
+        time.sleep(0.4)  # the quiet period passes: still nothing of `half` is checked
+        assert v.report(Scope.ANSWER).problems is None
+        v.propose(whole, final=True)
+        v.hold()  # too late to hold: the final proposal is in
+        rep = v.wait_settled(Scope.ANSWER, timeout=30)
+    finally:
+        v.close(wait=True)
+    assert rep.problems is not None
+    assert not {(fp.path, fp.new_text) for fp in half.files} & set(checked)
+    assert {(fp.path, fp.new_text) for fp in whole.files} <= set(checked)
