@@ -33,6 +33,7 @@ IN_PROCESS_BELOW = 300  # source files: below this the indexer runs in a thread
 CHECK_TIMEOUT_S = 5.0
 MAX_NOTES = 20
 PRELOAD_FRESH_S = 10.0  # a preload older than this when the service starts is done again
+WARM_AFTER_FRAME_S = 3.0  # the longest the ranks' warm-up waits for the app's first frame
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,7 @@ class _Preload:
         self.error: BaseException | None = None
         self.map_read = threading.Event()
         self.done = threading.Event()
+        self.first_frame = threading.Event()  # set by the app: CPU-heavy warm-ups may start
         threading.Thread(target=self._run, name="spark-index-preload", daemon=True).start()
 
     def _run(self) -> None:
@@ -109,13 +111,19 @@ _preloads: dict[tuple[Path, Path | None, bool], _Preload] = {}
 _preloads_lock = threading.Lock()
 
 
-def preload(root: Path, cache_path: Path | None = None, use_cache: bool = True) -> None:
+def preload(root: Path, cache_path: Path | None = None, use_cache: bool = True) -> Callable[[], None]:
     """Begin reading `root`'s cached repo map and checking its tree now, in the background,
     for the `IndexService` started later (the app calls it before building its screen, so
-    a second launch has its map a few hundred ms sooner). Never required."""
+    a second launch has its map a few hundred ms sooner). Never required.
+
+    Returns what the app calls once its first frame is on screen: until then (or
+    WARM_AFTER_FRAME_S) the service holds back the ranks' warm-up, whose CPU would
+    otherwise compete with building that frame."""
     key = (Path(root).resolve(), cache_path, use_cache)
+    handle = _Preload(key[0], cache_path, use_cache)
     with _preloads_lock:
-        _preloads[key] = _Preload(key[0], cache_path, use_cache)
+        _preloads[key] = handle
+    return handle.first_frame.set
 
 
 def _take_preload(root: Path, cache_path: Path | None, use_cache: bool) -> _Preload | None:
@@ -148,6 +156,7 @@ class IndexService:
         self._changed = threading.Condition()
         self._early_events: list[tuple[str, str]] = []
         self._tree: TreeState | None = None  # the tree as listed at start
+        self._first_frame: threading.Event | None = None  # the app's, when it preloaded
         self._trusted = False  # the map installed is the cached one, not yet checked
         self.on_growth: Callable[[int], None] | None = None  # the tree's line count, once known
         self.on_dups_ready: Callable[[], None] | None = None
@@ -289,6 +298,7 @@ class IndexService:
         try:
             pre = _take_preload(self.root, self.cache_path, self.use_cache)
             if pre is not None:
+                self._first_frame = pre.first_frame
                 pre.map_read.wait()
                 trusted = self._install_cached_map(pre.cached) if pre.cached is not None else None
                 pre.done.wait()
@@ -315,7 +325,7 @@ class IndexService:
                 self._trusted = False
                 self.repo_map.install(progress=(sources, sources, True))
                 self._update(map_done=sources, map_total=sources, map_checked=True)
-                self._warm_ranks()
+                self._warm_after_first_frame()
             else:
                 self._note("the cached repo map is of an older tree: it is used, marked as being checked, "
                            "until the changed files are rescanned")
@@ -353,6 +363,21 @@ class IndexService:
         self.repo_map.install(graph=graph, progress=(n, n, False))
         self._update(map_done=n, map_total=n, map_complete=True, map_checked=False)
         return key
+
+    def _warm_after_first_frame(self) -> None:
+        """Warm the ranks now, or (an app that preloaded, its first frame not yet shown)
+        in a thread of its own once the frame is up: at load 6 the warm-up running
+        beside the app's start delayed its first frame by 0.7-2.6 s."""
+        gate = self._first_frame
+        if gate is None or gate.is_set():
+            self._warm_ranks()
+            return
+
+        def later() -> None:
+            gate.wait(WARM_AFTER_FRAME_S)
+            self._warm_ranks()
+
+        threading.Thread(target=later, name="spark-index-warm", daemon=True).start()
 
     def _warm_ranks(self) -> None:
         """Rank the fresh graph once with no focus, here in the background: the first
