@@ -91,8 +91,10 @@ class SparkApp(App):
                  add: list[str] | None = None, race_prompt: str | None = None, on_ready=None) -> None:
         from core.indexing.service import preload
 
-        preload(Path(root))  # the cached repo map is read while the screen is built (issue 14)
+        # the cached repo map is read while the screen is built (issue 14)
+        first_frame_shown = preload(Path(root))
         super().__init__()
+        self._first_frame_shown = first_frame_shown  # tells the indexes their warm-up may start
         self.root = Path(root)
         self.core_url = core_url
         self.profile = profile
@@ -171,6 +173,7 @@ class SparkApp(App):
         self._start_watch()
         self.query_one(SidePanel).mount(VerifyPanel(id="verify"), before=1)
         self._theme_ready = True
+        self.call_after_refresh(self._first_frame_shown)  # the indexes' warm-up may start now
 
     def watch_theme(self, theme: str) -> None:
         from core.ui_config import remember_theme
