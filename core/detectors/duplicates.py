@@ -2,10 +2,13 @@
 
 "I ended up with three different utility functions doing the same thing because I was
 moving too fast" (seed 000). The app asks ``check_source`` about each new function of a
-pending hunk while the answer streams, so a check only looks things up: hash maps for
+pending hunk while the answer streams, so a check only looks things up: sorted keys for
 type-1/2 clones, the numpy inverted index (``FeatureIndex``) plus an exact Jaccard on a
-few dozen candidates for type-3. Building and file events are the only writers; they
-run in a worker thread and take the lock only to swap results in.
+few dozen candidates for type-3. The functions are stored as numpy columns
+(``dup_store.UnitTable``: ~1 KB a function, 250,000 of them on a 20,000-file tree), and
+the frozen index is saved as one memory-mapped snapshot a second launch loads at once.
+Building and file events are the only writers; they run in a worker thread and take the
+lock only to swap results in.
 """
 
 from __future__ import annotations
