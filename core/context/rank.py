@@ -110,33 +110,50 @@ class RankSolver:
         self.damping = damping
         self.size = n = graph.size
         self.restart = restart
-        if graph.degree is not None:
-            indptr = np.zeros(n + 1, dtype=np.int64)
-            np.cumsum(graph.degree, out=indptr[1:])
-            # edges sorted by source are the columns of A: a CSC matrix with no copy sort
-            a = sparse.csc_matrix((graph.weight * damping, graph.dst, indptr), shape=(n, n))
-        else:
-            a = sparse.csc_matrix((graph.weight * damping, (graph.dst, graph.src)), shape=(n, n))
-        self._a: Any = a
+        self._a: Any = None  # A (damped), made when first needed: the reduced solve never is
         # A bipartite graph (the map's: files -> names -> files) is solved on its smaller
         # side only: with y = (y_s, y_o), y_o = b_o + dA_os y_s and
         # (I - d^2 A_so A_os) y_s = b_s + dA_so b_o. A's spectrum is symmetric there, so
         # the squared system needs half the GMRES steps over shorter vectors, for the same
         # sparse work; the full residual is the reduced one (its other half is 0).
         self._sides: tuple[np.ndarray, np.ndarray, Any, Any] | None = None
-        if split is not None and 0 < split < n and len(graph.src) and bool(
+        if split is not None and 0 < split < n and len(graph.src) and graph.degree is not None and bool(
                 np.all((graph.src < split) != (graph.dst < split))):
+            # edges sorted by source are A's columns: the files' block (file -> name) and
+            # the names' block (name -> file) are CSC matrices as they lie, no sort, no copy
+            indptr = np.zeros(n + 1, dtype=np.int64)
+            np.cumsum(graph.degree, out=indptr[1:])
+            cut = int(indptr[split])
+            data = graph.weight * damping
+            names_of_files = sparse.csc_matrix((data[:cut], graph.dst[:cut] - split, indptr[:split + 1]),
+                                               shape=(n - split, split))
+            files_of_names = sparse.csc_matrix((data[cut:], graph.dst[cut:], indptr[split:] - cut),
+                                               shape=(split, n - split))
             files, names = np.arange(split), np.arange(split, n)
-            small, other = (files, names) if split <= n - split else (names, files)
-            a_csr = a.tocsr()
-            so = a_csr[small[0]:small[-1] + 1][:, other[0]:other[-1] + 1].tocsr()
-            os_ = a_csr[other[0]:other[-1] + 1][:, small[0]:small[-1] + 1].tocsr()
-            self._sides = (small, other, so, os_)
+            if split <= n - split:
+                self._sides = (files, names, files_of_names, names_of_files)
+            else:
+                self._sides = (names, files, names_of_files, files_of_names)
+        else:
+            self._a = self._full_matrix(sparse)
         self._cache: OrderedDict[Hashable, Solution] = OrderedDict()
         self._cache_limit = max(4, cache_floats // max(n, 1))
         self.products = 0  # sparse products so far, both halves of A counting one (benchmarks)
 
+    def _full_matrix(self, sparse: Any) -> Any:
+        graph, n = self.graph, self.size
+        if graph.degree is not None:
+            indptr = np.zeros(n + 1, dtype=np.int64)
+            np.cumsum(graph.degree, out=indptr[1:])
+            # edges sorted by source are the columns of A: a CSC matrix with no copy sort
+            return sparse.csc_matrix((graph.weight * self.damping, graph.dst, indptr), shape=(n, n))
+        return sparse.csc_matrix((graph.weight * self.damping, (graph.dst, graph.src)), shape=(n, n))
+
     def _apply(self, y: np.ndarray) -> np.ndarray:
+        if self._a is None:
+            from scipy import sparse
+
+            self._a = self._full_matrix(sparse)
         self.products += 1
         return y - self._a @ y
 
