@@ -433,16 +433,22 @@ class RepoMap:
             return cached[1]
         from scipy import sparse
 
-        rows = np.arange(len(state.def_file))
         mapped = state.def_ident >= 0
         damp = state.def_factor.copy()
         if not tests_in_chat:
             damp[state.def_in_tests] *= 0.2  # test helpers matter when editing tests
-        # file node < name node: each row sums file term + name term, in that order
-        matrix = sparse.csr_matrix(
-            (np.concatenate([state.def_scale * damp, (state.def_share * damp)[mapped]]),
-             (np.concatenate([rows, rows[mapped]]), np.concatenate([state.def_file, state.def_ident[mapped]]))),
-            shape=(len(rows), state.graph.size))
+        # CSR laid out directly: each row is [file node, name node] (file < name: sorted),
+        # the name entry only when mapped; the row sums file term + name term, in order
+        indptr = np.zeros(len(mapped) + 1, dtype=np.int64)
+        np.cumsum(1 + mapped, out=indptr[1:])
+        first = indptr[:-1]
+        indices = np.empty(int(indptr[-1]), dtype=np.int64)
+        data = np.empty(int(indptr[-1]))
+        indices[first] = state.def_file
+        data[first] = state.def_scale * damp
+        indices[first[mapped] + 1] = state.def_ident[mapped]
+        data[first[mapped] + 1] = (state.def_share * damp)[mapped]
+        matrix = sparse.csr_matrix((data, indices, indptr), shape=(len(mapped), state.graph.size))
         if len(self._coef_cache) >= 2:
             self._coef_cache = {k: v for k, v in self._coef_cache.items() if v[0] is state}
         self._coef_cache[key] = (state, matrix)
