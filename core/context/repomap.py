@@ -499,7 +499,7 @@ class RepoMap:
         # a fresh graph (the indexer's call): what every request needs, made now in the
         # background, one step per lock hold so that a request sent meanwhile waits for
         # one step at most: the solver and its global piece, the scores' matrix, the
-        # file-name index, the no-focus ranks
+        # file-name index, the no-focus ranks and map
         with self._lock:
             self._ensure_built()
             state = self._graph_state()
@@ -516,7 +516,9 @@ class RepoMap:
             self.files_by_name()
         with self._lock:
             if self._graph_state() is state:
-                self._focus_ranks((), (), ())
+                # the no-focus map: its ranks, and the lines every map shares (the globally
+                # best definitions) with their files' signatures and token counts
+                self.render(WARM_MAP_TOKENS)
 
     def _focus_ranks(self, chat_files: Iterable[str], mentioned_files: Iterable[str],
                      mentioned_names: Iterable[str]) -> tuple[MapGraph, list[int], np.ndarray]:
@@ -825,6 +827,7 @@ def _parents(sigs: dict[int, tagmod.Definition], d: tagmod.Definition) -> list[t
 RANK_TOLERANCE = 1e-6
 FOCUS_SHARE = 0.8  # of the restart mass on the focus; the rest is uniform over files
 WARM_DELAY_S = 0.05  # after a graph is installed, before its background warm-up
+WARM_MAP_TOKENS = 8192  # the largest default map (no files in the chat: 2 x 4096)
 IMPORT_DELAY_S = 0.25  # after the map is handed to an indexer (app start), before scipy's import
 GLOBAL_TOLERANCE = 1e-8  # the pieces every prompt reuses: solved once per graph, tightly
 _GLOBAL_PIECES = {("files",), ("all",)}
