@@ -42,8 +42,15 @@ def _graph(root: Path) -> tuple[list[str], Any]:
     latest = read_latest_snapshot(root, "map")
     if latest is not None and type(latest[1]).__name__ == "MapGraph":
         return files, latest[1]
+    # index it as the app does (exact signatures; stored in the cache for the next run)
+    from core.indexing.service import IndexService
+
     m = RepoMap(root)
-    m.refresh()
+    service = IndexService(root, m).start()
+    try:
+        service.wait(1800, what="map")
+    finally:
+        service.stop()
     return files, m._graph_state()
 
 
