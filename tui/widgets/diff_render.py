@@ -158,6 +158,7 @@ def body_content(key: tuple) -> Content:
         hit = _CONTENT.get(entry)
     if hit is None:
         hit = Content.from_rich_text(cached_body(key))
+        _ = hit.cell_length  # measured once here (the header + lines sum reads it)
         with _CONTENT_LOCK:
             _CONTENT[entry] = hit
             while len(_CONTENT) > 1024:

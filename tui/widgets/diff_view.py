@@ -207,11 +207,14 @@ class DiffView(VerticalScroll, can_focus=True):
         for gone in [hid for hid in self._views if hid not in ids]:
             self._views.pop(gone).remove()
         pending = self.query_one("#pending")
+        new = []
         for hunk in hunks:
             if hunk.id not in self._views:
                 view = HunkView(hunk.id)
                 self._views[hunk.id] = view
-                self.mount(view, before=pending)
+                new.append(view)
+        if new:  # one mount for all of them (one message and style pass, not one per hunk)
+            self.mount(*new, before=pending)
         drawn = [child.hunk_id for child in self.children if isinstance(child, HunkView)]
         if drawn != ids:  # a re-diff inserted a hunk above others: draw in the answer's order
             for hid in ids:
