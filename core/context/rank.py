@@ -120,14 +120,15 @@ class RankSolver:
         if split is not None and 0 < split < n and len(graph.src) and graph.degree is not None and bool(
                 np.all((graph.src < split) != (graph.dst < split))):
             # edges sorted by source are A's columns: the files' block (file -> name) and
-            # the names' block (name -> file) are CSC matrices as they lie, no sort, no copy
+            # the names' block (name -> file) are CSC matrices as they lie, no sort (own
+            # int32 index copies: the graph's arrays, maybe a mapped snapshot, stay untouched)
             indptr = np.zeros(n + 1, dtype=np.int64)
             np.cumsum(graph.degree, out=indptr[1:])
             cut = int(indptr[split])
             data = graph.weight * damping
-            names_of_files = sparse.csc_matrix((data[:cut], graph.dst[:cut] - split, indptr[:split + 1]),
+            names_of_files = sparse.csc_matrix((data[:cut], (graph.dst[:cut] - split).astype(np.int32), indptr[:split + 1]),
                                                shape=(n - split, split))
-            files_of_names = sparse.csc_matrix((data[cut:], graph.dst[cut:], indptr[split:] - cut),
+            files_of_names = sparse.csc_matrix((data[cut:], graph.dst[cut:].astype(np.int32), indptr[split:] - cut),
                                                shape=(split, n - split))
             files, names = np.arange(split), np.arange(split, n)
             if split <= n - split:
