@@ -92,26 +92,28 @@ class FeatureIndex:
             self._clear()
             return
         top = feat.view(np.uint8)[7::8] >> 4 if feat.dtype.byteorder in "<=" else (feat >> 60).astype(np.uint8)
-        keys = np.empty(total, dtype=np.uint64)
         postings = np.empty(total, dtype=np.int32)
+        uniq: list[np.ndarray] = []
+        starts: list[np.ndarray] = []
         at = 0
-        for bucket in range(16):
+        for bucket in range(16):  # (a key's bucket is its top bits: buckets never share a key)
             sel = np.flatnonzero(top == bucket)
             rows = (np.searchsorted(feat_off, sel, side="right") - 1).astype(np.int32)
             live = indexed[rows]
             sel, rows = sel[live], rows[live]
             order = np.argsort(feat[sel], kind="stable")
-            keys[at:at + len(sel)] = feat[sel[order]]
+            keys = feat[sel[order]]
             postings[at:at + len(sel)] = rows[order]
+            if len(keys):
+                first = np.empty(len(keys), dtype=np.bool_)
+                first[0] = True
+                np.not_equal(keys[1:], keys[:-1], out=first[1:])
+                uniq.append(keys[first])
+                starts.append(np.flatnonzero(first) + at)
             at += len(sel)
         del top
-        first = np.empty(total, dtype=np.bool_)
-        first[0] = True
-        np.not_equal(keys[1:], keys[:-1], out=first[1:])
-        starts = np.flatnonzero(first)
-        del first
-        self._keys = keys[starts]
-        self._offsets = np.append(starts, total).astype(np.int64)
+        self._keys = np.concatenate(uniq)
+        self._offsets = np.append(np.concatenate(starts), total).astype(np.int64)
         self._postings = postings
         self._sizes = np.zeros(n, dtype=np.int32)
         self._sizes[:] = lens

@@ -191,3 +191,25 @@ def test_a_bad_snapshot_is_refused(tmp_path: Path, damage: str) -> None:
     assert fresh.indexed_count == 0  # nothing half-loaded
     with pytest.raises(SnapshotError):
         DuplicateIndex(root).load_snapshot(tmp_path / "absent", expect)
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows=st.lists(st.tuples(st.sets(st.integers(0, 2**64 - 1) | st.integers(0, 40), max_size=30),
+                               st.booleans()), max_size=30))
+def test_freezing_table_rows_gives_the_arrays_of_a_plain_freeze(rows: list[tuple[set[int], bool]]) -> None:
+    """FeatureIndex.freeze_rows (16 slices by top bits, from CSR rows) == freeze (one sort)."""
+    from core.detectors.feature_index import FeatureIndex
+
+    feats = [np.array(sorted(keys), dtype=np.uint64) for keys, _ in rows]
+    offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum([len(f) for f in feats], out=offsets[1:])
+    flat = np.concatenate(feats) if feats else np.empty(0, np.uint64)
+    indexed = np.array([flag for _, flag in rows], dtype=np.bool_)
+    plain, sliced = FeatureIndex(), FeatureIndex()
+    plain.freeze((uid, f) for uid, f in enumerate(feats) if indexed[uid])
+    sliced.freeze_rows(flat.astype(np.uint64), offsets, indexed)
+    a, b = plain.arrays(), sliced.arrays()
+    for name in ("keys", "offsets", "postings"):
+        assert a[name].tolist() == b[name].tolist(), name
+    live = [uid for uid in range(len(rows)) if indexed[uid] and len(feats[uid])]
+    assert [int(a["sizes"][u]) for u in live] == [int(b["sizes"][u]) for u in live]
