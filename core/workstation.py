@@ -8,6 +8,7 @@ Heavy calls (index build, review, write, undo) run in worker threads.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -114,7 +115,9 @@ class Workstation:
         # slop analyses sent to the worker process, by (path, new text, added lines): a pass
         # superseded mid-way leaves them running there, and the next pass takes them if the
         # file has not changed since
-        self._slop_jobs: dict[tuple[str, str, frozenset[int]], Future] = {}
+        # per answer (request id): the variations screen reviews several answers at once
+        self._slop_jobs: dict[str, dict[tuple[str, str, frozenset[int]], Future]] = {}
+        self._slop_lock = threading.Lock()
         self.policy = AcceptPolicy(self.dwell)
         self.fast_profiles = fast_profiles
         self.answers: list[AnswerRun] = []
@@ -422,10 +425,15 @@ class Workstation:
         parts = {i: self._file_reviews.get(key) for i, key in enumerate(keys)}
         # every file's slop goes to the worker process at once (it works through them while
         # this thread checks duplicates); analyses of texts no file has any more are dropped
-        slop = {i: self._slop_job(proposal.files[i]) for i in todo}
-        wanted = {id(job) for job in slop.values() if job is not None}
-        obsolete = [key for key, job in self._slop_jobs.items() if id(job) not in wanted]
-        self._drop_slop_jobs([self._slop_jobs.pop(key) for key in obsolete])
+        with self._slop_lock:
+            jobs = self._slop_jobs.pop(run.request_id, {})
+            self._slop_jobs[run.request_id] = jobs  # the most recent answers last
+            while len(self._slop_jobs) > 8:
+                self._slop_jobs.pop(next(iter(self._slop_jobs)))
+            slop = {i: self._slop_job(jobs, proposal.files[i]) for i in todo}
+            wanted = {id(job) for job in slop.values() if job is not None}
+            obsolete = [jobs.pop(key) for key in [k for k, job in jobs.items() if id(job) not in wanted]]
+        self._drop_slop_jobs(obsolete)
         checks: dict[int, Future | None] = {}
         for n, i in enumerate(todo):
             if n and stale is not None and stale():  # one file per pass at least: progress
@@ -448,7 +456,8 @@ class Workstation:
                 review.slop_score = (review.slop_score or 0.0) + part.slop_score
         return review
 
-    def _slop_job(self, fp: FileProposal) -> Future | None:
+    @staticmethod
+    def _slop_job(jobs: dict[tuple[str, str, frozenset[int]], Future], fp: FileProposal) -> Future | None:
         """The slop analysis of one file's new text, sent to the worker process (or the one
         already sent for this text); None for a file slop does not read."""
         if not fp.path.endswith(".py"):
@@ -456,11 +465,11 @@ class Workstation:
         from core.detectors.slop_worker import analyze_change_off_thread
 
         key = (fp.path, fp.new_text, frozenset(_added_lines(_new_ranges(fp))))
-        job = self._slop_jobs.get(key)
+        job = jobs.get(key)
         if job is None or job.cancelled():
             job = analyze_change_off_thread(fp.path, fp.new_text, set(key[2]))
             if job is not None:
-                self._slop_jobs[key] = job
+                jobs[key] = job
         return job
 
     @staticmethod
@@ -503,8 +512,10 @@ class Workstation:
 
         if dup_check is None and self.dups_ready:
             dup_check = self._start_dup_check(fp)
-        if slop_job is None:
-            slop_job = self._slop_job(fp)  # still None without a worker process: slop runs below
+        if slop_job is None:  # a file reviewed alone; without a worker process slop runs below
+            from core.detectors.slop_worker import analyze_change_off_thread
+
+            slop_job = analyze_change_off_thread(fp.path, fp.new_text, set(_added_lines(ranges)))
         if dup_check is not None:
             for match in dup_check.result():
                 hunk_id = _hunk_at(ranges, match.new_line)

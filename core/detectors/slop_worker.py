@@ -28,7 +28,7 @@ import itertools
 import logging
 import os
 import threading
-from concurrent.futures import Future
+from concurrent.futures import CancelledError, Future
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -213,8 +213,8 @@ def report_of(future: Future[SlopReport] | None, path: str, new_text: str, added
     if future is not None:
         try:
             return future.result()
-        except SlopWorkerError as exc:
-            log.debug("slop in-process: %s", exc)
+        except (SlopWorkerError, CancelledError) as exc:  # cancelled: dropped by a newer pass
+            log.debug("slop in-process: %r", exc)
     return analyze_change(path, new_text, new_text, added=added)
 
 

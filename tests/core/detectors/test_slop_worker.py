@@ -113,3 +113,54 @@ def test_a_closed_worker_answers_no_more():
     w.close()
     job: Future = w.analyze("x.py", SLOPPY, {random.randint(1, 5)})
     assert isinstance(job.exception(), SlopWorkerError)
+
+
+def test_a_cancelled_job_is_computed_by_the_caller():
+    job: Future = Future()
+    job.cancel()
+    assert report_of(job, "x.py", SLOPPY, {5, 6}) == analyze_change("x.py", SLOPPY, SLOPPY, added={5, 6})
+
+
+def test_a_review_finds_the_same_with_and_without_the_worker(tmp_path, monkeypatch):
+    """Workstation.review: slop findings (and every other) are the same computed in the
+    child as in the review's thread, also when two answers are reviewed at once."""
+    import threading
+
+    from core.answer import AnswerRun
+    from core.workstation import Workstation
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "mod.py").write_text("import os\n\n\ndef keep(x):\n    return x\n")
+    answers = []
+    for n in range(2):
+        body = (f"def load{n}(items: list):\n    # return the items\n    result = []\n"
+                "    for item in items:\n        result.append(item)\n    if len(items) == 0:\n"
+                "        return []\n    return result\n")
+        answers.append("pkg/mod.py\n```python\n<<<<<<< SEARCH\ndef keep(x):\n=======\n" + body
+                       + "\ndef keep(x):\n>>>>>>> REPLACE\n```\n")
+
+    def reviews() -> list[list[tuple]]:
+        station = Workstation(tmp_path)
+        runs = []
+        for text in answers:
+            run = AnswerRun(station.workspace, "tidy", "spark")
+            run.feed(text, 10)
+            run.finish("stop")
+            run.rebuild_proposal()
+            runs.append(run)
+        out: list[list[tuple]] = [[], []]
+
+        def review(i: int) -> None:
+            out[i] = [(f.severity, f.kind, f.message, f.hunk_id) for f in station.review(runs[i]).findings]
+
+        threads = [threading.Thread(target=review, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return out
+
+    with_worker = reviews()
+    monkeypatch.setenv(slop_worker.ENV, "0")
+    assert with_worker == reviews()
+    assert all(any(kind == "slop" for _, kind, _, _ in found) for found in with_worker)
