@@ -236,11 +236,13 @@ class RepoMap:
                 self._graph = graph
                 self._exact_sigs.clear()
                 self._lines.clear()
-                if graph.files:
+                whole = progress is None or progress[2] or (progress[1] is not None and progress[0] >= progress[1])
+                if graph.files and whole:
                     # the indexer warms a graph it sends (prefetch()), but one installed
                     # from the cache waits for the tree check first (up to ~1 s on 20k
                     # files), and a request in that window paid scipy's import, the
                     # solver and the global piece itself (~150-250 ms): warm it here too
+                    # (not the partial maps sent while indexing: soon replaced)
                     threading.Thread(target=self._warm_soon, args=(graph,), name="spark-map-warm",
                                      daemon=True).start()
             if progress is not None:
