@@ -494,7 +494,7 @@ class SparkApp(App):
 
     async def _finish_answer(self, run: AnswerRun, *, timing_recorded: bool = False) -> None:
         """The answer's stream ended: final diff and review, then the one record of it."""
-        self.verify.stream_ended(run)  # its final proposal is verified after its review
+        self.verify.stream_ended(run)  # its final proposal is verified once it is shown
         await self._rebuild_now(final=True)
         self._dirty = True
         self._paint()
@@ -506,6 +506,9 @@ class SparkApp(App):
         self._update_context_meter()
         if run is self.answer:
             self._after_stream(run)
+        # now: its checks (a parse and a ruff run per file) took turns for the GIL and the
+        # CPU with the review, the draw and the record the last token waits for
+        self.verify.proposal_changed(run)
 
     def _transcript(self, run: AnswerRun) -> Text:
         """The prompt, where the answer came from, and every steer, as the user sent them."""
@@ -600,7 +603,7 @@ class SparkApp(App):
                 self._rebuild_needed = False
                 self._final_rebuilt = None
                 built_final = await asyncio.to_thread(rebuild)
-                if not built_final:  # the final proposal is verified after its review (below)
+                if not built_final:  # the final one is verified once shown (_finish_answer)
                     self.verify.proposal_changed(run)
                 if run is self.answer:  # the hunks as matched now (new ones mounted, the rest
                     self._sync_diff()  # kept): on screen before their review, which may take long
@@ -615,9 +618,6 @@ class SparkApp(App):
                 if run is self.answer:
                     self.review = review
                 if built_final:
-                    # its checks (a parse and a ruff run per file) would take turns for the
-                    # GIL and the CPU with the review the answer's last token waits for
-                    self.verify.proposal_changed(run)
                     self._final_rebuilt = run
             if run is self.answer:
                 await asyncio.to_thread(self.station.record_hunks_shown, run)  # disk, off the UI thread
