@@ -854,10 +854,12 @@ def focus_parts(state: MapGraph, chat: list[int], mentioned_files: Iterable[str]
         chat_vec = _chat_focus(state, chat) if chat_vec is None else chat_vec
         mass = float(chat_vec.sum())
         parts.append((mass, ("chat", frozenset(chat)), functools.partial(np.divide, chat_vec, mass)))
-    for rel in set(mentioned_files):
+    # sorted: the pieces are summed in this order, so the same focus gives the same
+    # floating-point ranks whatever order the prompt named things in
+    for rel in sorted(set(mentioned_files)):
         if rel in state.file_index:
             parts.append((1.0, ("node", state.file_index[rel]), _unit(graph.size, state.file_index[rel])))
-    for name in set(mentioned_names):
+    for name in sorted(set(mentioned_names)):
         if name in state.ident_index:
             parts.append((1.0, ("node", state.ident_index[name]), _unit(graph.size, state.ident_index[name])))
     if not parts or n_files == 0:
