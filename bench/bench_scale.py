@@ -23,6 +23,7 @@ twice, the second time on the cache the first one left:
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import shutil
 import statistics
@@ -43,15 +44,20 @@ REAL_PACKAGES = ("numpy", "hypothesis", "textual", "rich", "pygments", "websocke
                  "git", "pathspec", "platformdirs")
 
 
-def _rss_mb(pid: int) -> float:
+def _status_mb(pid: int, field: str) -> float:
     try:
         with open(f"/proc/{pid}/status") as fh:
             for line in fh:
-                if line.startswith("VmRSS:"):
+                if line.startswith(field):
                     return int(line.split()[1]) / 1024
     except OSError:
         pass
-    return 0.0
+    return float("nan")
+
+
+def _rss_mb(pid: int) -> float:
+    mb = _status_mb(pid, "VmRSS:")
+    return 0.0 if math.isnan(mb) else mb
 
 
 class _MemoryWatch:
@@ -268,9 +274,9 @@ def _fresh_launch_child(root: Path) -> None:
         asyncio.run(run())
     finally:
         core.stop()
-    import resource
-
-    marks["ui_peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    # VmHWM, not ru_maxrss: Linux keeps ru_maxrss across exec, so a child of a large bench
+    # process would report the parent's peak
+    marks["ui_peak_mb"] = _status_mb(os.getpid(), "VmHWM:")
     print(json.dumps(marks), flush=True)
 
 
