@@ -15,6 +15,10 @@ TTFT and 5,000 tok/s, and times each request per stage:
   parser      the app's queue and the streaming parser on the first delta
   paint       first delta parsed -> the screen update that shows it
 
+Beside the stages: the app process's CPU per request (load-independent) and the number of
+whole-screen layout passes between Enter and the first token (each one re-renders every
+widget whose region moved: a few ms of the UI thread that the core and the assembly share).
+
 The app's addition is everything but the backend's 50 ms. It is reported for a request sent
 1 s after the first frame (indexes still building on a large tree) and warm (p50 of several
 requests once the indexes are ready), as ratios against an empty repository measured in the
@@ -70,6 +74,7 @@ class _Probe:
         self.tokens_in_map = 0.0
         self.in_map = False
         self.active = False
+        self.layouts = 0  # whole-screen layout passes between Enter and the first token
 
     def mark(self, name: str) -> None:
         if self.active and name not in self.marks:
@@ -202,6 +207,17 @@ def _instrument(probe_ref: list[_Probe]) -> Callable[[], None]:
     patch(client_mod.CoreClient, "_route", route)
     patch(AnswerRun, "feed", feed)
 
+    def layout(original: Any) -> Any:
+        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+            probe = probe_ref[0]
+            if probe.active and "screen" not in probe.marks:
+                probe.layouts += 1
+            return original(self, *args, **kwargs)
+        return wrapper
+
+    from textual.screen import Screen
+    patch(Screen, "_refresh_layout", layout)
+
     def restore() -> None:
         for owner, name, original in reversed(undo):
             setattr(owner, name, original)
@@ -324,8 +340,8 @@ def main() -> None:
     print(f"stages, ms (p50 of {WARM_REQUESTS} warm requests, each naming another function; 'typed' = "
           f"the same with the prompt on screen 0.4 s before Enter, as when typed; 'early' = one request "
           f"1 s after the first frame); backend = the pinned {PINNED_TTFT_MS:.0f} ms TTFT; cpu = the app "
-          f"process's CPU ms per request; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-    header = f"{'':>22}" + "".join(f"{s:>9}" for s in STAGES) + f"{'total':>9}{'app adds':>9}{'cpu':>7}"
+          f"process's CPU ms per request; lay = whole-screen layout passes in that time; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    header = f"{'':>22}" + "".join(f"{s:>9}" for s in STAGES) + f"{'total':>9}{'app adds':>9}{'cpu':>7}{'lay':>5}"
     print(header)
     for r in results:
         for kind, probes in (("early", [r["early"]]), ("warm", r["warm"]), ("typed", r["typed"])):
@@ -333,8 +349,9 @@ def main() -> None:
             total = statistics.median(p.total_ms for p in probes)
             add = statistics.median(_addition(p.total_ms, p.stages()) for p in probes)
             cpu = statistics.median(p.cpu_ms for p in probes)
+            layouts = statistics.median(p.layouts for p in probes)
             print(f"{r['label'] + ' ' + kind:>22}" + "".join(f"{stages[s]:9.1f}" for s in STAGES)
-                  + f"{total:9.1f}{add:9.1f}{cpu:7.1f}")
+                  + f"{total:9.1f}{add:9.1f}{cpu:7.1f}{layouts:5.1f}")
     for r in results:
         warm = statistics.median(_addition(p.total_ms, p.stages()) for p in r["warm"])
         early = _addition(r["early"].total_ms, r["early"].stages())
