@@ -796,9 +796,12 @@ class SparkApp(App):
         self._verify_dirty = True
 
     def _show_verify(self) -> None:
+        panels = self.query(VerifyPanel)
+        if not panels:  # the app is closing: the answer's checks may end after its screen
+            return
         answer, accepted = self.verify.reports()
-        self.query_one(VerifyPanel).show(answer, accepted, fix_key=self._send_failures_key(),
-                                         fix_note=self.verify.loop_status())
+        panels.first().show(answer, accepted, fix_key=self._send_failures_key(),
+                            fix_note=self.verify.loop_status())
         badges = self.verify.badges()
         if badges != self._verify_badges:  # a hunk's [F821] appears or goes
             self._verify_badges = badges
