@@ -264,14 +264,17 @@ class Indexer:
         pending = set(files)
         done = 0
         last = 0.0
-        next_freeze = 256  # files; frozen at doubling counts so near misses are found early
+        # files; frozen at counts growing by a quarter, so near misses are found early and the
+        # rows staged between two freezes (Python objects) stay a fifth of the frozen table:
+        # streaming 20,800 cached files peaked at 520 MB when doubling, 418-446 MB at 1.2-1.3
+        next_freeze = 256
 
         def step() -> bool:
             nonlocal last, next_freeze
             self.dups_files = done
             if done >= next_freeze:
                 self.dups.finish_loading()
-                next_freeze *= 2
+                next_freeze = int(next_freeze * 1.25)
             now = time.perf_counter()
             if now - last >= PROGRESS_EVERY_S:
                 last = now
