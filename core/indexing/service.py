@@ -291,7 +291,6 @@ class IndexService:
 
     def _run(self) -> None:
         from core.indexing.treestate import PendingState
-        from core.indexing.worker import run_indexer
 
         # git checks the tree while the cached map loads: on an unchanged tree the map is
         # in place before the check ends, and the check only confirms it
@@ -337,6 +336,9 @@ class IndexService:
             # app's own start delayed that frame by ~0.8 s (10 launches, same minutes)
             self._first_frame.wait(WARM_AFTER_FRAME_S)
         if in_process:
+            # imported only here: a child process imports the worker module itself
+            from core.indexing.worker import run_indexer
+
             parent, child = multiprocessing.Pipe(duplex=True)
             self._thread = threading.Thread(target=run_indexer, args=(args[0], child, *args[1:]),
                                             name="spark-indexer", daemon=True)
