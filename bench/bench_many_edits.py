@@ -114,18 +114,17 @@ def _setup(tmp: Path, lines_per_file: int) -> tuple[Path, Path]:
 
 
 def _cpu_s() -> float:
-    """CPU seconds of this process and of the slop worker process, if any: the work the
+    """CPU seconds of this process and of the slop worker processes, if any: the work the
     answer's end costs, which a loaded box does not inflate the way it does wall time."""
     total = time.process_time()
     try:
         from core.detectors import slop_worker
     except ImportError:  # a base without the worker process
         return total
-    worker = slop_worker._SHARED
-    proc = getattr(worker, "_proc", None)
-    if proc is not None:
+    pool = slop_worker._SHARED
+    for pid in getattr(pool, "pids", []):
         try:
-            fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
             total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
         except (OSError, ValueError, IndexError):
             pass

@@ -184,18 +184,52 @@ def _spawn_child() -> tuple[Connection, Any]:
     return Connection(ours.detach()), proc
 
 
-_SHARED: SlopWorker | None = None
+class SlopPool:
+    """A few workers, each job to the one with the fewest waiting: an answer's last
+    token leaves one analysis per edited file, and one child works through them one
+    after the other while the app's process mostly waits (a second core was idle)."""
+
+    def __init__(self, size: int) -> None:
+        self.workers = [SlopWorker() for _ in range(max(1, size))]
+        self._turns = itertools.count()
+
+    def analyze(self, path: str, new_text: str, added: set[int]) -> Future[SlopReport]:
+        start = next(self._turns) % len(self.workers)
+        order = self.workers[start:] + self.workers[:start]  # ties go round
+        worker = min(order, key=lambda w: len(w._pending))
+        return worker.analyze(path, new_text, added)
+
+    def drop(self, futures: list[Future[SlopReport]]) -> None:
+        for worker in self.workers:
+            worker.drop(futures)
+
+    def warm(self) -> None:
+        for worker in self.workers:
+            worker.warm()
+
+    def close(self) -> None:
+        for worker in self.workers:
+            worker.close()
+
+    @property
+    def pids(self) -> list[int]:
+        return [w._proc.pid for w in self.workers if w._proc is not None]
+
+
+# one core is left to the app's own process (its UI thread, the duplicate checks)
+POOL_SIZE = max(1, min(2, (os.cpu_count() or 1) - 1))
+_SHARED: SlopPool | None = None
 _SHARED_LOCK = threading.Lock()
 
 
-def shared() -> SlopWorker | None:
-    """The process's one slop worker (None when SPARK_SLOP_PROCESS=0)."""
+def shared() -> SlopPool | None:
+    """The process's slop workers (None when SPARK_SLOP_PROCESS=0)."""
     global _SHARED
     if not enabled():
         return None
     with _SHARED_LOCK:
         if _SHARED is None:
-            _SHARED = SlopWorker()
+            _SHARED = SlopPool(POOL_SIZE)
             atexit.register(_SHARED.close)
         return _SHARED
 

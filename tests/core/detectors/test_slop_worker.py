@@ -164,3 +164,29 @@ def test_a_review_finds_the_same_with_and_without_the_worker(tmp_path, monkeypat
     monkeypatch.setenv(slop_worker.ENV, "0")
     assert with_worker == reviews()
     assert all(any(kind == "slop" for _, kind, _, _ in found) for found in with_worker)
+
+
+def test_a_pool_spreads_jobs_over_its_workers_and_drops_across_them():
+    pool = slop_worker.SlopPool(2)
+    try:
+        pool.warm()
+        assert len(pool.pids) == 2
+        added = set(range(1, 12))
+        sent = {id(w): 0 for w in pool.workers}
+        for w in pool.workers:
+            real = w.analyze
+
+            def counted(*args, w=w, real=real):
+                sent[id(w)] += 1
+                return real(*args)
+
+            w.analyze = counted  # type: ignore[method-assign]
+        jobs = [pool.analyze(f"p{i}.py", SLOPPY + f"# {i}\n", added) for i in range(8)]
+        assert sum(sent.values()) == 8 and all(sent.values())  # both children got work
+        pool.drop(jobs[6:])
+        assert all(job.cancelled() or job.done() for job in jobs[6:])
+        for i, job in enumerate(jobs[:6]):
+            text = SLOPPY + f"# {i}\n"
+            assert job.result(timeout=60) == analyze_change(f"p{i}.py", text, text, added=added)
+    finally:
+        pool.close()
