@@ -477,6 +477,8 @@ def _parse_segments(source: str, lines: set[int]) -> ast.Module | None:
     """A module of only the top-level statements that overlap `lines` (1-based), at their
     own line numbers; None when one of them does not parse alone (or `source` is a snippet)."""
     text = source.replace("\r\n", "\n")
+    if "\r" in text:
+        return None  # a lone CR ends a line for the parser, not for the row count below
     starts = top_level_starts(text)
     if starts is None:
         return None

@@ -143,3 +143,9 @@ def test_a_snippet_or_a_broken_segment_falls_back_to_the_tolerant_parse() -> Non
     assert [u.symbol for u in units_from_source(snippet, lines={2})] == ["method"]
     broken = "def ok(a):\n    b = a + 1\n    c = b * 2\n    return c\n\ndef broken(:\n    pass\n"
     assert [u.symbol for u in units_from_source(broken, lines={2, 6})] == ["ok"]
+
+
+def test_a_lone_carriage_return_keeps_the_line_numbers() -> None:
+    source = "def a(x):\r    y = x + 1\r    z = y * 2\r    return z\r\rdef b(x):\n    y = x - 1\n    z = y * 3\n    return z\n"
+    _same(source, {7})
+    _same(source, {2})
