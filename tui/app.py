@@ -47,6 +47,8 @@ from tui.widgets.status import StatusBar
 from tui.widgets.verify_panel import VerifyPanel
 
 if TYPE_CHECKING:
+    from textual.timer import Timer
+
     from core.client import CoreClient
 
 FRAME_S = 1 / 120
@@ -124,6 +126,8 @@ class SparkApp(App):
         self.verify = VerifySession(self.workspace, fast_profiles=self.station.fast_profiles,
                                     on_change=self._verify_changed)
         self._verify_dirty = False
+        self._paint_timer: Timer | None = None  # frames only while there is something to paint
+        self._ui_loop: asyncio.AbstractEventLoop | None = None
         self._verify_badges: dict[str, str] = {}
         self._auto_fixed: set[str] = set()  # request ids whose failures went back by themselves
         self._prose_expanded = False
@@ -159,7 +163,8 @@ class SparkApp(App):
 
         if is_demo(self.root):  # the demo says it replays, and what it has recordings for
             self.query_one(DiffView).set_notes(Text(first_screen_text(), style="dim"))
-        self.set_interval(FRAME_S, self._paint)
+        self._ui_loop = asyncio.get_running_loop()
+        self._paint_timer = self.set_interval(FRAME_S, self._paint, pause=True)  # see _wake_paint
         self._connect()
         self._build_indexes()
         if self._initial_files:
@@ -441,6 +446,7 @@ class SparkApp(App):
                 self._show_new_answer(run)
                 status.streaming = True
                 diff.typeahead = True
+                self._wake_paint()  # live numbers and the block being written, each frame
 
         try:
             try:
@@ -557,6 +563,7 @@ class SparkApp(App):
         self._update_session_status()
         self.settled = True
         self._verify_dirty = True  # the answer is fully shown: the fix loop may go on
+        self._wake_paint()
 
     @on(DiffView.TypeAhead)
     def _type_ahead(self, message: DiffView.TypeAhead) -> None:
@@ -663,12 +670,22 @@ class SparkApp(App):
             parts.append(f"{undecided} open")
         return ", ".join(parts)
 
+    def _wake_paint(self) -> None:
+        """Frames are painted only while there is something to paint: a stream, or a flag
+        set here or by the verifier's thread. A 120 Hz timer running while idle cost ~27 ms
+        of CPU a second and took the interpreter 120 times a second from the threads a
+        request waits for (assembly, the embedded core, the indexer) (issue 14)."""
+        if self._paint_timer is not None:
+            self._paint_timer.resume()
+
     def _paint(self) -> None:
         """At most once per frame: the pending block and the live numbers of the answer shown."""
         if self._verify_dirty:
             self._verify_dirty = False
             self._show_verify()
         if not self._dirty or self.answer is None:
+            if self._stream is None and not self._verify_dirty and self._paint_timer is not None:
+                self._paint_timer.pause()  # idle until _wake_paint
             return
         self._dirty = False
         run = self.answer
@@ -794,6 +811,12 @@ class SparkApp(App):
     def _verify_changed(self) -> None:
         """From the verifier's thread: only a flag; the next frame redraws."""
         self._verify_dirty = True
+        loop = self._ui_loop
+        if loop is not None:
+            try:
+                loop.call_soon_threadsafe(self._wake_paint)
+            except RuntimeError:  # the app's loop is closed: nothing to draw any more
+                pass
 
     def _show_verify(self) -> None:
         panels = self.query(VerifyPanel)
