@@ -104,3 +104,42 @@ async def test_the_side_panel_redraws_a_section_only_when_it_changes():
         panel.set_context(Text("13 / 32,000 tokens"))
         await pilot.pause()
         assert "13 / 32,000" in str(panel.query_one("#context", Static).render())
+
+
+async def test_frames_are_painted_only_while_there_is_something_to_paint(demo_root, core_url):
+    """Idle, the 120 Hz paint timer stops (it took the interpreter from the request's
+    threads 120 times a second); a stream or a verifier's change starts it again."""
+    import asyncio
+    import threading
+
+    app = SparkApp(demo_root, core_url)
+    async with app.run_test(size=(140, 36)) as pilot:
+        await wait_for(pilot, lambda: app.client is not None, what="core connection")
+        painted: list[bool] = []
+        real_paint = app._paint
+
+        def counting_paint() -> None:
+            painted.append(app._verify_dirty)
+            real_paint()
+
+        app._paint = counting_paint  # type: ignore[method-assign]
+        assert app._paint_timer is not None
+        app._paint_timer._callback = counting_paint  # the timer holds the bound method
+        await pilot.pause(0.3)
+        painted.clear()
+        await asyncio.sleep(0.3)
+        assert len(painted) <= 1, "idle: no frames"
+        # a change from the verifier's thread wakes the frames, and it is drawn
+        thread = threading.Thread(target=app._verify_changed)
+        thread.start()
+        thread.join()
+        await wait_for(pilot, lambda: any(painted), what="a frame for the verifier's change")
+        app.query_one("#prompt").focus()
+        await pilot.press(*PROMPT, "enter")
+        await wait_for(pilot, lambda: app.answer is not None and app.settled, what="the answer")
+        assert app.answer is not None and app.answer.stats.tokens > 0
+        assert app.query_one(StatusBar).tokens == app.answer.stats.tokens, "the last numbers are drawn"
+        await pilot.pause(0.2)
+        painted.clear()
+        await asyncio.sleep(0.3)
+        assert len(painted) <= 1, "idle again once the answer is shown"
