@@ -248,17 +248,18 @@ class Workstation:
 
     # -- review-dwell and decisions ------------------------------------------------------------
     def hunks_shown(self, run: AnswerRun) -> None:
-        """The hunks are on screen: the dwell clock starts at once (while streaming too);
-        the record counts only the finished answer's hunks (a hunk still growing changes
-        its id, and the report must not count each version as a hunk shown)."""
+        """The hunks are on screen (the UI thread): the dwell clock starts at once (while
+        streaming too). Nothing is recorded here: `record_hunks_shown` does that from a
+        worker thread (the record's redaction and append of 47 hunks took the UI thread
+        56-107 ms when a redraw came first)."""
         for hunk in run.hunks:
             self.dwell.shown(hunk.id, len(hunk.new_lines) + len(hunk.old_lines))
-        self.record_hunks_shown(run)
 
     def record_hunks_shown(self, run: AnswerRun) -> None:
-        """Record the finished answer's hunks as shown, once each. The app calls it from its
-        rebuild's worker thread just before drawing them, so the UI thread does not wait on
-        one disk append per hunk (hunks_shown then finds nothing left to record)."""
+        """Record the finished answer's hunks as shown, once each; the record counts only
+        the finished answer's hunks (a hunk still growing changes its id, and the report
+        must not count each version as a hunk shown). The app calls it from its rebuild's
+        worker thread: right after building a finished answer, and after each rebuild."""
         if not run.finished:
             return
         with self.recorder.batch():  # one append for all of them
