@@ -207,16 +207,28 @@ class DiffView(VerticalScroll, can_focus=True):
         for gone in [hid for hid in self._views if hid not in ids]:
             self._views.pop(gone).remove()
         pending = self.query_one("#pending")
-        new = []
-        for hunk in hunks:
-            if hunk.id not in self._views:
+        # new hunks are mounted where they belong, before the next hunk already drawn (an
+        # answer's blocks rotate over files: most new hunks land among the others, and
+        # moving every hunk into place cost a move per hunk), consecutive ones together
+        groups: list[tuple[Widget, list[HunkView]]] = []
+        anchor: Widget = pending
+        group: list[HunkView] = []
+        for hunk in reversed(hunks):
+            if hunk.id in self._views:
+                if group:
+                    groups.append((anchor, group[::-1]))
+                    group = []
+                anchor = self._views[hunk.id]
+            else:
                 view = HunkView(hunk.id)
                 self._views[hunk.id] = view
-                new.append(view)
-        if new:  # one mount for all of them (one message and style pass, not one per hunk)
-            self.mount(*new, before=pending)
+                group.append(view)
+        if group:
+            groups.append((anchor, group[::-1]))
+        for before, views in groups:
+            self.mount(*views, before=before)
         drawn = [child.hunk_id for child in self.children if isinstance(child, HunkView)]
-        if drawn != ids:  # a re-diff inserted a hunk above others: draw in the answer's order
+        if drawn != ids:  # a re-diff reordered drawn hunks: draw in the answer's order
             for hid in ids:
                 self.move_child(self._views[hid], before=pending)
         self._order = ids
