@@ -19,7 +19,7 @@ def main(argv: list[str]) -> int:
         print(f"\n=== {name} " + "=" * (60 - len(name)), flush=True)
         start = time.perf_counter()
         try:
-            module = runpy.run_path(str(script), run_name="bench")
+            module = runpy.run_path(str(script), run_name=f"bench.{script.stem}")
             module["main"]()
         except Exception as exc:  # one broken bench must not hide the others
             failures += 1

@@ -15,7 +15,7 @@ USER = [{"role": "user", "content": "add a docstring"}]
 
 def _extra(fake: FakeOpenAI, **kw) -> str:
     lines = ["[profiles.live]", 'backend = "openai"', f'base_url = "{fake.url}"',
-             'api_model = "fake-model"', 'api_key_env = "FAKE_KEY"', "read_timeout_s = 1.0",
+             'api_model = "fake-model"', 'api_key_env = "FAKE_KEY"', "read_timeout_s = 2.0",
              "connect_timeout_s = 1.0"]
     lines += [f"{k} = {json.dumps(v)}" for k, v in kw.items()]
     return "\n".join(lines) + "\n"
