@@ -183,6 +183,10 @@ class RepoMapResult:
         """What `/context` says about the map: how much of the tree it covers."""
         if self.complete:
             return f"{self.files_scanned:,} files scanned"
+        if self.files_scanned and self.files_scanned == self.files_total:
+            # a second launch: the whole map came from the cache and git has not yet
+            # confirmed the tree is unchanged (partial maps always have fewer files)
+            return f"{self.files_total:,} files from the cache, checking them against the disk"
         total = f"{self.files_total:,}" if self.files_total is not None else "?"
         return f"{self.files_scanned:,}/{total} files indexed, indexing goes on in the background"
 

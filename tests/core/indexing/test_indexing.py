@@ -266,3 +266,16 @@ def test_an_event_after_a_cached_launch_keeps_the_whole_map(tmp_path):
         assert len(map2.source_files()) == before.files_scanned + 1
     finally:
         second.stop()
+
+
+def test_context_note_says_a_cached_map_is_being_checked():
+    """A whole map from the cache, not yet confirmed by git, says so; a partial map says how far."""
+    from core.context.repomap import RepoMapResult
+
+    checking = RepoMapResult("", 0, files_scanned=20_800, files_total=20_800, complete=False)
+    assert checking.note == "20,800 files from the cache, checking them against the disk"
+    partial = RepoMapResult("", 0, files_scanned=412, files_total=1_040, complete=False)
+    assert partial.note == "412/1,040 files indexed, indexing goes on in the background"
+    empty = RepoMapResult("", 0, files_scanned=0, files_total=0, complete=False)
+    assert "indexing goes on in the background" in empty.note
+    assert RepoMapResult("", 0, files_scanned=7).note == "7 files scanned"
