@@ -172,3 +172,40 @@ async def _compare(sequence: list[Shown]) -> None:
 @given(shown_sequences())
 def test_any_sequence_of_syncs_draws_what_one_full_sync_draws(sequence):
     asyncio.run(_compare(sequence))
+
+
+async def test_notes_prose_and_verify_panel_skip_an_update_that_changes_nothing():
+    """Each Static.update asks for a layout of the whole screen: the same content again is
+    not sent (an answer's start set notes, prose and the verify panel again)."""
+    from core.verify.verifier import Scope, ScopeReport
+    from tui.widgets.verify_panel import VerifyPanel
+
+    class PanelHost(App):
+        def compose(self) -> ComposeResult:
+            yield DiffView()
+            yield VerifyPanel()
+
+    app = PanelHost()
+    async with app.run_test(size=(100, 40)) as pilot:
+        diff, panel = app.query_one(DiffView), app.query_one(VerifyPanel)
+        updates: list[str] = []
+        for widget in (diff.query_one("#notes"), diff.query_one("#prose"), panel):
+            real = widget.update
+
+            def counted(content="", *, layout=True, widget=widget, real=real):
+                updates.append(widget.id or type(widget).__name__)
+                real(content, layout=layout)
+
+            widget.update = counted  # type: ignore[method-assign]
+        report = ScopeReport(Scope.ANSWER)
+        for _ in range(3):
+            diff.set_notes(Text("> tidy", style="bold"))
+            diff.set_prose("", False)
+            diff.set_prose("I will tidy.\nThen test.", False)
+            panel.show(report, None, fix_key="f")
+            await pilot.pause()
+        # notes and the panel once; prose alternates between two contents, so each call draws
+        assert updates.count("notes") == 1 and updates.count("VerifyPanel") == 1
+        diff.set_notes(Text("> tidy", style="dim"))  # same words, another style: drawn
+        assert updates.count("notes") == 2
+        assert str(diff.query_one("#prose").render()).startswith("▸ the model says: I will tidy.")

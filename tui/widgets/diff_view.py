@@ -24,6 +24,22 @@ from textual.widgets import Static
 from tui.widgets.diff_render import body_content, body_key, hunk_head, render_pending
 
 
+def same_content(a: object, b: object) -> bool:
+    """Whether two contents for a Static draw the same (rich Text compares text, spans
+    and style; anything else by type and equality)."""
+    if isinstance(a, Text) and isinstance(b, Text):
+        return (a.plain, a.spans, a.style) == (b.plain, b.spans, b.style)
+    return type(a) is type(b) and a == b
+
+
+def update_if_changed(widget: Static, content: str | Text) -> None:
+    """Static.update, skipped when the widget shows exactly this already: each update asks
+    for a layout pass of the whole screen (3-15 ms of the UI thread), and an answer's start
+    set the notes, prose and verify panel again with what they already showed."""
+    if not same_content(widget.content, content):
+        widget.update(content)
+
+
 class HunkView(Static):
     """One hunk of the proposal, with its state."""
 
@@ -176,17 +192,18 @@ class DiffView(VerticalScroll, can_focus=True):
         """The model's own words around its edits, under the answer: one line collapsed."""
         widget = self.query_one("#prose", Static)
         if not prose:
-            widget.update("")
+            update_if_changed(widget, "")
             return
         lines = prose.splitlines()
         if expanded:
-            widget.update(Text("▾ the model says (p collapses)\n", style="bold") + Text(prose))
+            update_if_changed(widget, Text("▾ the model says (p collapses)\n", style="bold") + Text(prose))
         else:
             more = f"  (+{len(lines) - 1} lines, p expands)" if len(lines) > 1 else ""
-            widget.update(Text("▸ the model says: ", style="bold") + Text(lines[0][:200]) + Text(more, style="dim"))
+            update_if_changed(widget, Text("▸ the model says: ", style="bold") + Text(lines[0][:200])
+                              + Text(more, style="dim"))
 
     def set_notes(self, note: str | Text) -> None:
-        self.query_one("#notes", Static).update(note)
+        update_if_changed(self.query_one("#notes", Static), note)
 
     def set_pending(self, pending) -> None:
         widget = self.query_one("#pending", PendingBlock)

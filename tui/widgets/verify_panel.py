@@ -127,4 +127,8 @@ class VerifyPanel(Static):
              fix_key: str = "f", fix_note: str = "") -> None:
         self.answer, self.accepted = answer, accepted
         self.display = answer is not None
-        self.update(render_verify(answer, accepted, fix_key=fix_key, fix_note=fix_note))
+        text = render_verify(answer, accepted, fix_key=fix_key, fix_note=fix_note)
+        shown = self.content
+        if not (isinstance(shown, Text) and (shown.plain, shown.spans, shown.style) ==
+                (text.plain, text.spans, text.style)):  # the same again costs no layout pass
+            self.update(text)
