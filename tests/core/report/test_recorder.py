@@ -169,3 +169,18 @@ def test_batch_is_per_thread_and_failure_counts_each_event(tmp_path):
         rec.prompt("r3", "lost", "spark")
         rec.prompt("r4", "lost", "spark")
     assert rec.dropped == 2 and rec.last_error
+
+
+def test_remembered_redaction_is_redaction(tmp_path):
+    """Short strings' redaction is remembered (an answer's record repeats field names and
+    kinds hundreds of times): the same result as redacting each time, secrets included."""
+    from core.guards.secrets import redact
+    from core.report.recorder import redact_value
+
+    key = fake_key()
+    samples = ["kind", "detail", f"token={key}", f"OPENAI_API_KEY={key}", "x" * 300 + key, "plain words"]
+    for _ in range(3):
+        for text in samples:
+            assert redact_value(text) == redact(text)
+            assert redact_value({text: [text]}) == {redact(text): [redact(text)]}
+    assert key not in str(redact_value(samples))
