@@ -443,8 +443,10 @@ class Workstation:
                 checks[i] = self._start_dup_check(proposal.files[i])
             if n + 1 < len(todo):
                 checks[todo[n + 1]] = self._start_dup_check(proposal.files[todo[n + 1]])
-            parts[i] = self._file_reviews[keys[i]] = self._review_file(proposal.files[i], checks.pop(i),
-                                                                       slop.get(i))
+            job = slop.get(i)
+            if n and stale is not None and job is not None:  # the file's slop is computed in the
+                self._wait_for(job, stale)  # worker: a newer rebuild need not wait for it here
+            parts[i] = self._file_reviews[keys[i]] = self._review_file(proposal.files[i], checks.pop(i), job)
             self._review_count += 1
             self._reviewed_at[keys[i][0]] = self._review_count
             while len(self._file_reviews) > 64:
@@ -472,6 +474,16 @@ class Workstation:
             if job is not None:
                 jobs[key] = job
         return job
+
+    @staticmethod
+    def _wait_for(job: Future, stale: Callable[[], bool]) -> None:
+        """Wait for a slop job, or raise ReviewSuperseded as soon as a newer rebuild waits
+        (the job goes on in the worker; the next pass takes it if the file is unchanged)."""
+        from concurrent.futures import wait
+
+        while not wait([job], timeout=0.005).done:
+            if stale():
+                raise ReviewSuperseded("a newer rebuild of the answer is waiting")
 
     @staticmethod
     def _drop_slop_jobs(jobs: list[Future]) -> None:

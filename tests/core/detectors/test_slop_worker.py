@@ -190,3 +190,17 @@ def test_a_pool_spreads_jobs_over_its_workers_and_drops_across_them():
             assert job.result(timeout=60) == analyze_change(f"p{i}.py", text, text, added=added)
     finally:
         pool.close()
+
+
+def test_a_review_waiting_for_slop_gives_way_to_a_newer_rebuild():
+    from core.workstation import ReviewSuperseded, Workstation
+
+    pending: Future = Future()
+    with pytest.raises(ReviewSuperseded):
+        Workstation._wait_for(pending, stale=lambda: True)
+    answers = iter([False, False, True])
+    with pytest.raises(ReviewSuperseded):  # asked while it waits, not only before
+        Workstation._wait_for(pending, stale=lambda: next(answers))
+    done: Future = Future()
+    done.set_result(None)
+    Workstation._wait_for(done, stale=lambda: True)  # a finished job: nothing to give way to
