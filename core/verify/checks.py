@@ -14,7 +14,6 @@ the ones the file already had.  Lines shift under an edit, so problems are compa
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import json
 import re
@@ -27,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
 
+from core import pyparse
 from core.context.tags import language_for
 from core.detectors.ruff_rules import RuffUnavailable, ruff_binary
 from core.edits.hunks import Hunk
@@ -163,7 +163,7 @@ def check_syntax(path: str, text: str) -> list[Problem]:
 
 def _python_syntax(path: str, text: str) -> list[Problem]:
     try:
-        ast.parse(text, filename=path)
+        pyparse.parse(text, filename=path)
     except SyntaxError as exc:
         line = exc.lineno or 1
         return [Problem(path, line, SYNTAX, f"invalid Python: {exc.msg}",

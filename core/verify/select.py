@@ -20,6 +20,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from core import pyparse
 from core.verify.shadow import LINK_DIRS, SKIP_DIRS
 
 MAX_DEPTH = 3
@@ -85,7 +86,7 @@ def imports_of(rel: str, text: str) -> frozenset[str]:
     if module_name(rel) is not None and PurePosixPath(rel).parts[0] in ("src", "lib"):
         package = package[1:]
     try:
-        tree = ast.parse(text)
+        tree = pyparse.parse(text)
     except (SyntaxError, ValueError):
         for m in _FROM_IMPORT.finditer(text):  # a broken file still says what it imports
             if m.group(1):
@@ -192,7 +193,7 @@ def changed_names(old_text: str, new_text: str) -> set[str]:
     sides: a removed function matters as much as an added one)."""
     def defs(text: str) -> dict[str, str]:
         try:
-            tree = ast.parse(text)
+            tree = pyparse.parse(text)
         except (SyntaxError, ValueError):
             return {}
         out = {}
