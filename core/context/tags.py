@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import NamedTuple
 
+from core import pyparse
+
 MAX_SIGNATURE_CHARS = 140
 
 # file extension -> language name in tree-sitter-language-pack ("python" uses ast)
@@ -309,7 +311,7 @@ def _ends_header(line: str) -> bool:
 
 def _parse_statement(source: str) -> ast.stmt | None:
     try:
-        body = ast.parse(source).body
+        body = pyparse.parse(source).body
     except (SyntaxError, ValueError):
         return None
     return body[0] if body else None

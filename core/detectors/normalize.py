@@ -28,6 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from core import pyparse
+
 SHINGLE = 4  # k of the k-grams over role tokens
 MIN_STATEMENTS = 3  # smaller functions (getters, one-line wrappers) are not indexed
 MIN_TOKENS = 16  # ... nor are functions with fewer role tokens than this
@@ -358,7 +360,7 @@ def parse_tolerant(source: str, notes: list[str] | None = None) -> ast.Module | 
     header = ["if True:"] if base else []
     for _ in range(50):
         try:
-            tree = ast.parse("\n".join(header + lines))
+            tree = pyparse.parse("\n".join(header + lines))
         except SyntaxError as exc:
             err = max(1, min((exc.lineno or len(lines)) - len(header), len(lines)))
             if notes is not None and not notes:
@@ -491,7 +493,7 @@ def _parse_segments(source: str, lines: set[int]) -> ast.Module | None:
             continue
         segment = _WS_ONLY.sub("", "\n".join(rows[a:b]))
         try:
-            part = ast.parse("\n" * a + segment)
+            part = pyparse.parse("\n" * a + segment)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
         body.extend(part.body)

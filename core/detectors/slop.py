@@ -16,6 +16,7 @@ from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 
+from core import pyparse
 from core.detectors.ruff_rules import RawFinding, RuffUnavailable, ruff_binary, run_ruff
 from core.detectors.slop_rules import (
     comprehension_fix,
@@ -204,7 +205,7 @@ def _analyze(path: str, new_text: str, added: set[int], scoped: bool) -> SlopRep
         return report
     ruff = _RUFF_POOL.submit(_ruff_findings, path, new_text)
     try:
-        tree: ast.Module | None = ast.parse(new_text)
+        tree: ast.Module | None = pyparse.parse(new_text)
     except (SyntaxError, ValueError, RecursionError):
         tree = None
     own = own_findings(new_text, tree, added if scoped else None)
