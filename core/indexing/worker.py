@@ -119,7 +119,7 @@ class Indexer:
             if not self.stopped:
                 from core.detectors.growth import count_tree_lines
 
-                self.send("growth", count_tree_lines(self.root))
+                self.send("growth", count_tree_lines(self.root, between=self.serve_pending))
             if not self.stopped and not self.dups_complete:
                 self.build_dups()
             while not self.stopped:

@@ -63,3 +63,14 @@ def test_growth_share_of_tree(tmp_path: Path) -> None:
 
 def test_growth_with_empty_baseline() -> None:
     assert GrowthMeter(0).record_lines(5, 0).share == 0.0
+
+
+def test_tree_count_gives_way_before_each_folder(tmp_path: Path) -> None:
+    """The indexer answers duplicate checks between folders while it counts a big tree."""
+    for d in ("a", "a/b", "c"):
+        (tmp_path / d).mkdir(parents=True, exist_ok=True)
+        (tmp_path / d / "m.py").write_text("x = 1\n" * 10)
+    (tmp_path / ".venv").mkdir()  # skipped folders are not visited
+    calls: list[int] = []
+    assert count_tree_lines(tmp_path, between=lambda: calls.append(1)) == 30
+    assert len(calls) == 4  # the root, a, a/b, c
