@@ -8,7 +8,6 @@ freeze (the delta paths), `check_source` and `pairs()` must give the same answer
 
 from __future__ import annotations
 
-import sysconfig
 from dataclasses import astuple
 from functools import lru_cache
 from pathlib import Path
@@ -22,31 +21,16 @@ from core.detectors.dup_store import SnapshotError, word_hashes
 from core.detectors.duplicates import DuplicateIndex
 from core.detectors.normalize import FunctionUnit, units_from_source
 from tests.core.detectors import reference_duplicates as ref
+from tests.core.detectors.real_code import REPO, SITE_PACKAGES, read_text, real_python_files
 
-REPO = Path(__file__).resolve().parents[3]
 
-
-@lru_cache(maxsize=1)
 def _real_files() -> list[Path]:
-    files = []
-    for root in (Path(sysconfig.get_paths()["purelib"]), REPO / "core", REPO / "bench"):
-        for path in sorted(root.rglob("*.py")):
-            try:
-                if 1_000 <= path.stat().st_size <= 40_000:
-                    files.append(path)
-            except OSError:
-                continue
-    return files
-
-
-@lru_cache(maxsize=512)
-def _source(path: Path) -> str:
-    return path.read_text(encoding="utf-8", errors="replace")
+    return real_python_files((SITE_PACKAGES, REPO / "core", REPO / "bench"), 1_000, 40_000)
 
 
 @lru_cache(maxsize=512)
 def _units(path: Path) -> tuple[FunctionUnit, ...]:
-    return tuple(units_from_source(_source(path)))
+    return tuple(units_from_source(read_text(path)))
 
 
 def _rel(path: Path) -> str:
@@ -84,7 +68,7 @@ def test_compact_index_answers_like_the_old_one_on_real_code(data: st.DataObject
         old.finish_loading()
     assert new.indexed_count == old.indexed_count and new.function_count == old.function_count
     for path in data.draw(st.lists(st.sampled_from(pool), min_size=1, max_size=4), label="queries"):
-        text = _source(path)
+        text = read_text(path)
         n = text.count("\n") + 1
         lines = data.draw(st.none() | st.sets(st.integers(1, n), max_size=60), label="lines")
         where = data.draw(st.sampled_from([None, _rel(path), "elsewhere.py"]), label="path")

@@ -8,8 +8,6 @@ sets, its units must be exactly those of the whole-file parse restricted to thos
 
 from __future__ import annotations
 
-import sysconfig
-from functools import lru_cache
 from pathlib import Path
 
 import pytest
@@ -17,28 +15,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.detectors.normalize import FunctionUnit, top_level_starts, units_from_source
+from tests.core.detectors.real_code import REPO, SITE_PACKAGES, read_text, real_python_files
 
-REPO = Path(__file__).resolve().parents[3]
 
-
-@lru_cache(maxsize=1)
 def _real_files() -> list[Path]:
     """Real modules: site-packages (2-60 kB) and this repository's own code."""
-    files = []
-    for root in (Path(sysconfig.get_paths()["purelib"]), REPO / "core", REPO / "tui", REPO / "tests"):
-        for path in sorted(root.rglob("*.py")):
-            try:
-                size = path.stat().st_size
-            except OSError:
-                continue
-            if 2_000 <= size <= 60_000:
-                files.append(path)
-    return files
-
-
-@lru_cache(maxsize=64)
-def _text(path: Path) -> str:
-    return path.read_text(encoding="utf-8", errors="replace")
+    return real_python_files((SITE_PACKAGES, REPO / "core", REPO / "tui", REPO / "tests"), 2_000, 60_000)
 
 
 def _view(unit: FunctionUnit) -> tuple:
@@ -69,7 +51,7 @@ def test_segment_parse_equals_whole_parse_on_real_files(data: st.DataObject) -> 
     files = _real_files()
     if not files:
         pytest.skip("no Python files to test on")
-    text = _text(data.draw(st.sampled_from(files), label="file"))
+    text = read_text(data.draw(st.sampled_from(files), label="file"))
     _same(text, _lines(data, text.count("\n") + 1))
 
 

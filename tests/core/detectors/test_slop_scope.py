@@ -9,8 +9,6 @@ installed site-packages with random added-line sets.
 from __future__ import annotations
 
 import ast
-import sysconfig
-from functools import lru_cache
 from pathlib import Path
 
 import pytest
@@ -18,26 +16,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.detectors import slop, slop_rules
+from tests.core.detectors.real_code import SITE_PACKAGES, read_text, real_python_files
 
 
-@lru_cache(maxsize=1)
 def _site_files() -> list[Path]:
-    """Real Python modules of the installed packages, up to 1,500 lines (test time)."""
-    root = Path(sysconfig.get_paths()["purelib"])
-    files = []
-    for path in sorted(root.rglob("*.py")):
-        try:
-            size = path.stat().st_size
-        except OSError:
-            continue
-        if 2_000 <= size <= 60_000:
-            files.append(path)
-    return files
-
-
-@lru_cache(maxsize=64)
-def _text(path: Path) -> str:
-    return path.read_text(encoding="utf-8", errors="replace")
+    """Real Python modules of the installed packages, 2-60 kB (test time)."""
+    return real_python_files((SITE_PACKAGES,), 2_000, 60_000)
 
 
 def _real_file(data: st.DataObject) -> tuple[str, str]:
@@ -45,7 +29,7 @@ def _real_file(data: st.DataObject) -> tuple[str, str]:
     if not files:
         pytest.skip("no site-packages Python files to test on")
     path = data.draw(st.sampled_from(files), label="file")
-    return path.name, _text(path)
+    return path.name, read_text(path)
 
 
 def _added_lines(data: st.DataObject, n_lines: int) -> set[int]:

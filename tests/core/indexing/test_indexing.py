@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -188,6 +189,16 @@ def test_cache_rows_follow_the_last_write(tmp_path, writes):
     cache.close()
 
 
+def _render_until(repo_map, name: str, timeout_s: float = 10.0):
+    """The map for a prompt naming `name`, once it shows `name` (or when time is up)."""
+    deadline = time.monotonic() + timeout_s
+    result = repo_map.render(4000, prompt=name)
+    while name not in result.text and time.monotonic() < deadline:
+        time.sleep(0.05)
+        result = repo_map.render(4000, prompt=name)
+    return result
+
+
 def test_file_events_reach_the_indexer(tmp_path):
     root = _repo(tmp_path, files=20)
     svc, repo_map = _service(root, tmp_path / "cache")
@@ -195,13 +206,7 @@ def test_file_events_reach_the_indexer(tmp_path):
         new = root / "src/pkg0000/brand_new.py"
         new.write_text("def freshly_written_function(a, b):\n    return a + b\n")
         repo_map.on_file_event("src/pkg0000/brand_new.py")
-        for _ in range(200):
-            if "freshly_written_function" in repo_map.render(4000, prompt="freshly_written_function").text:
-                break
-            import time
-
-            time.sleep(0.05)
-        assert "freshly_written_function" in repo_map.render(4000, prompt="freshly_written_function").text
+        assert "freshly_written_function" in _render_until(repo_map, "freshly_written_function").text
     finally:
         svc.stop()
 
@@ -244,7 +249,6 @@ def test_roundtrip_of_cached_objects(tmp_path):
 def test_an_event_after_a_cached_launch_keeps_the_whole_map(tmp_path):
     """A launch that took its map from the cache has no scans in memory: the first file
     event must load them, not rebuild the map from the changed file alone."""
-    import time
 
     root = _repo(tmp_path, files=20)
     cache_dir = tmp_path / "cache"
@@ -257,11 +261,7 @@ def test_an_event_after_a_cached_launch_keeps_the_whole_map(tmp_path):
         new = root / "src/pkg0000/late_addition.py"
         new.write_text("def arrived_after_launch(a):\n    return a\n")
         map2.on_file_event("src/pkg0000/late_addition.py")
-        for _ in range(200):
-            if "arrived_after_launch" in map2.render(4000, prompt="arrived_after_launch").text:
-                break
-            time.sleep(0.05)
-        after = map2.render(4000, prompt="arrived_after_launch")
+        after = _render_until(map2, "arrived_after_launch")
         assert "arrived_after_launch" in after.text
         assert len(map2.source_files()) == before.files_scanned + 1
     finally:

@@ -1,0 +1,32 @@
+"""Real Python modules for the detectors' property tests: the installed packages and this
+repository's own code, in a size window each test chooses (bigger files make slower examples)."""
+
+from __future__ import annotations
+
+import sysconfig
+from functools import lru_cache
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[3]
+SITE_PACKAGES = Path(sysconfig.get_paths()["purelib"])
+
+
+@lru_cache(maxsize=8)
+def real_python_files(roots: tuple[Path, ...], min_bytes: int, max_bytes: int) -> list[Path]:
+    """Every .py file under the roots whose size is within [min_bytes, max_bytes], sorted per root."""
+    files = []
+    for root in roots:
+        for path in sorted(root.rglob("*.py")):
+            try:
+                size = path.stat().st_size
+            except OSError:
+                continue
+            if min_bytes <= size <= max_bytes:
+                files.append(path)
+    return files
+
+
+@lru_cache(maxsize=512)
+def read_text(path: Path) -> str:
+    """A file's text, undecodable bytes replaced (site-packages holds a few latin-1 files)."""
+    return path.read_text(encoding="utf-8", errors="replace")
