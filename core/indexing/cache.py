@@ -398,26 +398,6 @@ def read_snapshot_file(file: Path, root: str, name: str) -> tuple[bytes, Any] | 
         return None
 
 
-def tree_key(stamps: dict[str, tuple[int, int]]) -> bytes:
-    """A digest of every (path, mtime, size): equal keys mean an unchanged tree."""
-    h = hashlib.blake2b(digest_size=16)
-    h.update(str(CACHE_VERSION).encode())
-    for path in sorted(stamps):
-        m, s = stamps[path]
-        h.update(f"{path}\0{m}\0{s}\n".encode("utf-8", "surrogateescape"))
-    return h.digest()
-
-
-def read_snapshot(root: Path, name: str, key: bytes, path: Path | None = None) -> Any | None:
-    """A snapshot read without opening the cache for writing (the app's fast path at
-    launch, beside the indexer that owns the cache); None when absent, stale or the file
-    is not this repository's cache at this version."""
-    latest = read_latest_snapshot(root, name, path)
-    if latest is None or latest[0] != key:
-        return None
-    return latest[1]
-
-
 def read_latest_snapshot(root: Path, name: str, path: Path | None = None) -> tuple[bytes, Any] | None:
     """(key, object) of the snapshot last stored under `name`, whatever tree it was stored
     for: the app shows it at once and checks its key against the tree meanwhile. Read-only
