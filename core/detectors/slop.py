@@ -21,6 +21,7 @@ from core.detectors.ruff_rules import RawFinding, RuffUnavailable, ruff_binary, 
 from core.detectors.slop_rules import (
     comprehension_fix,
     own_findings,
+    partial_tree,
     statement_lines,
     top_statement,
 )
@@ -204,10 +205,14 @@ def _analyze(path: str, new_text: str, added: set[int], scoped: bool) -> SlopRep
     if not added or not _is_python(path):
         return report
     ruff = _RUFF_POOL.submit(_ruff_findings, path, new_text)
-    try:
-        tree: ast.Module | None = pyparse.parse(new_text)
-    except (SyntaxError, ValueError, RecursionError):
-        tree = None
+    # scoped, only the statements near the added lines are parsed (the others' segments
+    # are remembered from earlier versions of the file)
+    tree: ast.Module | None = partial_tree(new_text, added) if scoped else None
+    if tree is None:
+        try:
+            tree = pyparse.parse(new_text)
+        except (SyntaxError, ValueError, RecursionError):
+            tree = None
     own = own_findings(new_text, tree, added if scoped else None)
     raw: list[RawFinding] = []
     try:

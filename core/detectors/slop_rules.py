@@ -308,6 +308,9 @@ def _string_lines(tree: ast.Module | None, lines: list[str] | None = None) -> se
         first, last = statement_lines(node)
         if first == last:
             continue  # one line holds no multi-line string
+        if isinstance(node, Elided):
+            rows.update(first + r for r in node.string_rows)
+            continue
         key = ("\n".join(lines[first - 1 : last]), node.col_offset)
         relative = _STRING_ROWS.get(key)
         if relative is None:
@@ -320,6 +323,81 @@ def _string_lines(tree: ast.Module | None, lines: list[str] | None = None) -> se
 
 
 _STRING_ROWS: dict[tuple[str, int], tuple[int, ...]] = {}
+
+
+class Elided(ast.Pass):
+    """A top-level statement of a `PartialModule` that no added line touches: only its
+    lines (decorators included) and the rows of its multi-line strings, relative to its
+    first line, are known; no rule looks inside it."""
+
+    string_rows: tuple[int, ...] = ()
+
+
+class PartialModule(ast.Module):
+    """A file's tree whose statements near the added lines are parsed and the others are
+    `Elided` (built from their segments' remembered summaries, `partial_tree`). A rule
+    that needs every statement's inside asks `complete()`: one parse of the whole file."""
+
+    source: str = ""
+    _complete: ast.Module | None = None
+
+    def complete(self) -> ast.Module:
+        if self._complete is None:
+            self._complete = parse_file(self.source)
+        return self._complete
+
+
+def parse_file(text: str) -> ast.Module:
+    from core import pyparse
+
+    return pyparse.parse(text)
+
+
+_Summary = tuple[tuple[int, int, tuple[int, ...]], ...]
+
+
+def _summary(module: ast.Module) -> _Summary:
+    """Per top-level statement of a segment parsed alone: its first and last line (1-based
+    in the segment) and its multi-line strings' rows relative to its first line."""
+    out = []
+    for node in module.body:
+        first, last = statement_lines(node)
+        rows = () if first == last else tuple(sorted(r - first for r in _string_rows(node)))
+        out.append((first, last, rows))
+    return tuple(out)
+
+
+def partial_tree(text: str, added: set[int]) -> PartialModule | None:
+    """The file's tree for a scoped run over `added`, parsing only the segments (top-level
+    statements, `pyparse.segments`) that hold an added line and the one before each (a
+    loop's list may be built by the statement before it); the others come from their
+    remembered summaries as `Elided`. None when the file does not cut into segments
+    (parse it whole: same findings, tests/core/detectors/test_slop_scope.py)."""
+    from core import pyparse
+
+    segs = pyparse.segments(text, _summary)
+    if segs is None:
+        return None
+    rows = sorted(added)
+
+    def touched(seg: pyparse.Segment) -> bool:
+        i = bisect.bisect_left(rows, seg.first)
+        return i < len(rows) and rows[i] <= seg.last
+
+    hot = [touched(seg) for seg in segs]
+    body: list[ast.stmt] = []
+    for k, seg in enumerate(segs):
+        if hot[k] or (k + 1 < len(segs) and hot[k + 1]):
+            body.extend(seg.parse().body)
+            continue
+        for first, last, strings in seg.summary:
+            node = Elided(lineno=seg.first + first - 1, end_lineno=seg.first + last - 1,
+                          col_offset=0, end_col_offset=0)
+            node.string_rows = strings
+            body.append(node)
+    tree = PartialModule(body=body, type_ignores=[])
+    tree.source = text
+    return tree
 
 
 def _string_rows(tree: ast.AST) -> set[int]:
@@ -522,7 +600,8 @@ def _literals_in(text: str, tree: ast.Module, scope: Scope) -> Iterable[RawFindi
     for node in ast.walk(scope.module()):
         if (isinstance(node, ast.expr) and _constant_display(node)
                 and scope.touches(node.lineno, node.end_lineno or node.lineno)):
-            return list(repeated_literals(text, tree))
+            whole = tree.complete() if isinstance(tree, PartialModule) else tree
+            return list(repeated_literals(text, whole))
     return []
 
 
@@ -555,6 +634,8 @@ def own_findings(
     str.split disagree on (a lone '\r'), gets the whole-file run.
     """
     if added is None or tree is None or text.count("\r") != text.count("\r\n"):
+        if isinstance(tree, PartialModule):
+            tree = tree.complete()
         return [f for rule in OWN_RULES for f in rule(text, tree)]
     scope = Scope.of(tree, added)
     out: list[RawFinding] = []

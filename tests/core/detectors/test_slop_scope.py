@@ -190,3 +190,39 @@ def test_ruff_runs_once_per_text(monkeypatch: pytest.MonkeyPatch) -> None:
     assert {f.rule_id for f in first.findings} <= {f.rule_id for f in again.findings}
     slop.analyze_change("once.py", "", text + "X = 2\n", added={row("out.append")})
     assert len(calls) == 2  # new text: ruff again
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.data())
+def test_partial_parse_after_a_sequence_of_edits_equals_whole_file_run(data: st.DataObject) -> None:
+    """Edits one after another (lines of another real file put in, lines deleted), the
+    added lines being every line an edit wrote so far: at each version the scoped run,
+    which parses only the segments near the added lines and takes the others' summaries
+    from earlier versions, finds exactly what the whole-file run finds there."""
+    name, text = _real_file(data)
+    _, donor_text = _real_file(data)
+    lines, donor = text.split("\n"), donor_text.split("\n")
+    written = [False] * len(lines)
+    for _ in range(data.draw(st.integers(1, 4), label="edits")):
+        at = data.draw(st.integers(0, len(lines)), label="at")
+        cut = data.draw(st.integers(0, 10), label="cut")
+        d = data.draw(st.integers(0, max(0, len(donor) - 1)), label="from")
+        new = donor[d:d + data.draw(st.integers(0, 25), label="take")]
+        lines[at:at + cut] = new
+        written[at:at + cut] = [True] * len(new)
+        version = "\n".join(lines)
+        added = {i + 1 for i, w in enumerate(written) if w}
+        scoped = slop._analyze(name, version, set(added), scoped=True)
+        whole = slop._analyze(name, version, set(added), scoped=False)
+        assert scoped.findings == whole.findings
+
+
+def test_partial_tree_parses_only_the_statements_near_added_lines() -> None:
+    tree = slop_rules.partial_tree(CLASSY, {row("return store.names")})
+    assert tree is not None
+    real = [type(node).__name__ for node in tree.body if not isinstance(node, slop_rules.Elided)]
+    # the edited function and the statement before it (a loop's list may be built there)
+    assert real == ["ClassDef", "FunctionDef"]
+    assert len(tree.body) == len(ast.parse(CLASSY).body)
+    assert ast.dump(tree.complete()) == ast.dump(ast.parse(CLASSY))
