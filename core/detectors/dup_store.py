@@ -332,9 +332,13 @@ def save(path: Path, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> Non
             tmp.unlink()
 
 
-def load(path: Path, expect: dict[str, Any]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+def load(path: Path, expect: dict[str, Any], *, verify: bool = True) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """A snapshot's header and arrays (read-only views of a memory map); `expect` holds
-    header values that must match (the tree's root). Raises SnapshotError."""
+    header values that must match (the tree's root). Raises SnapshotError.
+
+    `verify=False` skips the checksum, for a file this process has just written: the
+    checksum reads every page, which puts the whole file in the process's resident set
+    beside the arrays it was written from (a 100 MB jump at the end of a 20k build)."""
     try:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
@@ -363,7 +367,7 @@ def load(path: Path, expect: dict[str, Any]) -> tuple[dict[str, Any], dict[str, 
     if not isinstance(data_bytes, int) or _ALIGN + data_bytes != size - 16 - hlen:
         raise SnapshotError("truncated")
     data = view[_ALIGN:_ALIGN + data_bytes]
-    if zlib.crc32(data) != header.get("crc32"):
+    if verify and zlib.crc32(data) != header.get("crc32"):
         raise SnapshotError("damaged (checksum mismatch)")
     arrays: dict[str, np.ndarray] = {}
     try:

@@ -1,7 +1,8 @@
 """The duplicate index's snapshot across launches (issue 14: a second launch on an unchanged
 tree has its duplicate index in under a second).
 
-Real generated trees, real indexer runs (in a thread), real cache folders. The second
+Real generated trees, real indexer runs (in a thread, and in a child process started
+before the tree is checked), real cache folders. The second
 launch must not rebuild (`build_dups` is made to fail), must answer exactly like a fresh
 index, must re-index the files changed between launches, and must refuse and rebuild a
 damaged or foreign snapshot.
@@ -25,8 +26,8 @@ from core.indexing.service import IndexService
 PROBE = "src/pkg0000/mod03.py"
 
 
-def _service(root: Path, cache_dir: Path) -> IndexService:
-    svc = IndexService(root, RepoMap(root), cache_path=cache_file(root, cache_dir), in_process=True).start()
+def _service(root: Path, cache_dir: Path, *, in_process: bool = True) -> IndexService:
+    svc = IndexService(root, RepoMap(root), cache_path=cache_file(root, cache_dir), in_process=in_process).start()
     assert svc.wait(120), svc.snapshot()
     return svc
 
@@ -122,3 +123,32 @@ def test_a_bad_snapshot_is_refused_said_and_rebuilt(tmp_path, damage):
     loaded = DuplicateIndex(root)
     loaded.load_snapshot(snap, {"root": str(root.resolve()), "cache_version": CACHE_VERSION})
     assert _answers(loaded.check_source, root) == _fresh(root)
+
+
+@pytest.mark.parametrize("change", ["none", "files", "garbage"])
+def test_a_child_started_before_the_tree_check_loads_the_snapshot(tmp_path, change):
+    """A child process is started before git has checked the tree ("open"): it maps the
+    snapshot then and compares the files' tokens once the tree is known ("init"). Same
+    answers as a fresh index; changed files re-indexed; a damaged snapshot refused."""
+    root, cache_dir = _first_launch(tmp_path)
+    snap = _snapshot_file(root, cache_dir)
+    if change == "files":
+        (root / "src/pkg0000/copied.py").write_text((root / PROBE).read_text())
+        (root / "src/pkg0000/mod12.py").unlink()
+    elif change == "garbage":
+        snap.write_bytes(b"\x00garbage" * 1000)
+    stored = snap.stat().st_mtime_ns
+    svc = _service(root, cache_dir, in_process=False)
+    try:
+        assert svc.snapshot().mode == "process"
+        answers = _answers(svc.check_source, root)
+        assert sorted(answers) == sorted(_fresh(root)) and answers
+        if change == "files":
+            assert any(a[2] == "src/pkg0000/copied.py" for a in answers)
+        refused = any("duplicate index snapshot rebuilt" in n for n in svc.snapshot().notes)
+        assert refused == (change == "garbage"), svc.snapshot().notes
+    finally:
+        svc.stop()
+    # loaded and brought up to date (two files of 24 do not call for a new snapshot), or
+    # rebuilt and stored when it was refused
+    assert (snap.stat().st_mtime_ns == stored) == (change != "garbage")
