@@ -5,7 +5,10 @@ The real app (Textual pilot) with the embedded core replays the answer at 5,000 
   * settle: from the last token's arrival in the app to the screen update after every hunk
     is matched, diffed, duplicate- and slop-checked and drawn (`app.settled`);
     goal < 300 ms;
-  * keys during the stream: a key press -> the next screen update, p50/p99; goal p99 < 50 ms;
+  * keys: a key pressed every 20 ms from another thread (as a terminal driver's input thread
+    does; stamped when pressed, so a UI loop that is busy delays the answer, not the press)
+    -> the first screen update after the app handled it, p50/p99, during the stream and
+    between the last token and settling; goal p99 < 50 ms;
   * the CPU the app spent from the last token to settling (its process and the slop worker
     process): on a shared, loaded box wall time swings with other work, this much less;
 against a baseline in the same run: the same 40 blocks over 6 files of 200-300 lines (the
@@ -23,6 +26,7 @@ import os
 import random
 import statistics
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -32,6 +36,8 @@ from textual import events
 PROMPT = "harden the six pipeline modules: retries, limits and a helper per module"
 FILES = 6
 BLOCKS = 40
+KEY_EVERY_S = 0.03  # a held key repeats at 25-40 Hz
+RUNS = 2  # of the 2,500-line case: its key samples are pooled
 
 
 def _function(rng: random.Random, name: str) -> list[str]:
@@ -98,7 +104,7 @@ def _answer(files: dict[str, list[str]], rng: random.Random) -> str:
 def _setup(tmp: Path, lines_per_file: int) -> tuple[Path, Path]:
     rng = random.Random(lines_per_file)
     root = tmp / f"proj-{lines_per_file}"
-    root.mkdir()
+    root.mkdir(parents=True)
     files = _tree(root, lines_per_file, rng)
     cassettes = tmp / f"cassettes-{lines_per_file}"
     cassettes.mkdir()
@@ -143,11 +149,17 @@ async def _measure(tmp: Path, lines_per_file: int) -> dict[str, Any]:
     last_cpu: list[float] = []
     displays: list[float] = []
     original_feed = AnswerRun.feed
+    original_finish = AnswerRun.finish
 
     def feed(self: Any, *args: Any, **kwargs: Any) -> Any:
         last_feed.append(time.perf_counter())
-        last_cpu[:] = [_cpu_s()]
         return original_feed(self, *args, **kwargs)
+
+    def finish(self: Any, *args: Any, **kwargs: Any) -> Any:
+        # the CPU read (a /proc read per slop worker) once, at the stream's end: read at
+        # every delta it cost the UI thread file reads 5,000 times a second
+        last_cpu[:] = [_cpu_s()]
+        return original_finish(self, *args, **kwargs)
 
     class Instrumented(SparkApp):
         def _display(self, screen: Any, renderable: Any) -> None:
@@ -156,9 +168,19 @@ async def _measure(tmp: Path, lines_per_file: int) -> dict[str, Any]:
                 displays.append(time.perf_counter())
 
     AnswerRun.feed = feed  # type: ignore[method-assign]
-    keys: list[float] = []
+    AnswerRun.finish = finish  # type: ignore[method-assign]
+    pressed: list[float] = []
+    handled: list[float] = []
+    phase: list[str] = []  # per key: "stream" (pressed before the last token) or "settle"
     try:
         app = Instrumented(root, url)
+        original_next = app.action_next_hunk
+
+        def next_hunk() -> None:
+            handled.append(time.perf_counter())
+            original_next()
+
+        app.action_next_hunk = next_hunk  # type: ignore[method-assign]
         async with app.run_test(size=(160, 50)) as pilot:
             while app.client is None or not app.station.dups_ready:
                 await pilot.pause(0.02)
@@ -168,53 +190,90 @@ async def _measure(tmp: Path, lines_per_file: int) -> dict[str, Any]:
             while app.answer is None or app.answer.stats.first_token is None:
                 await asyncio.sleep(0.002)
             run = app.answer  # the answer measured (a later fix-loop answer would replace it)
+            loop = asyncio.get_running_loop()
+            stop = threading.Event()
+
+            def press() -> None:
+                """A key every KEY_EVERY_S, from this thread, until the answer settled."""
+                due = time.perf_counter()
+                while not stop.is_set():
+                    pressed.append(time.perf_counter())
+                    phase.append("settle" if run.finished else "stream")
+                    loop.call_soon_threadsafe(app.post_message, events.Key("j", "j"))
+                    due += KEY_EVERY_S
+                    time.sleep(max(0.0, due - time.perf_counter()))
+
+            presser = threading.Thread(target=press, name="bench-keys", daemon=True)
+            presser.start()
             while not run.finished:
-                sent = time.perf_counter()
-                before = len(displays)
-                app.post_message(events.Key("j", "j"))
-                while len(displays) == before and time.perf_counter() - sent < 2:
-                    await asyncio.sleep(0.0005)
-                if not run.finished:
-                    keys.append((time.perf_counter() - sent) * 1000)
-                await asyncio.sleep(0.01)
+                await asyncio.sleep(0.005)
             last = last_feed[-1]
             while not app.settled and time.perf_counter() - last < 60:
                 await asyncio.sleep(0.001)
             settled_at = time.perf_counter()
             settled_cpu = _cpu_s()
+            stop.set()
+            await asyncio.to_thread(presser.join)
             before = len(displays)
             while len(displays) == before and time.perf_counter() - settled_at < 2:
                 await asyncio.sleep(0.0005)
-            shown = displays[-1] if len(displays) > before else settled_at
-            out = {"lines": lines_per_file, "hunks": len(run.hunks), "tokens": run.stats.tokens,
-                   "settle_ms": (shown - last) * 1000,
-                   "cpu_ms": (settled_cpu - last_cpu[0]) * 1000,
-                   "findings": len(app.review.findings) if app.review is not None else 0}
+            shown = next((d for d in displays if d >= settled_at), settled_at)
+            while len(handled) < len(pressed) and time.perf_counter() - settled_at < 5:
+                await pilot.pause(0.01)  # the keys still queued are handled and drawn
+            await pilot.pause(0.05)
+            out: dict[str, Any] = {
+                "lines": lines_per_file, "hunks": len(run.hunks), "tokens": run.stats.tokens,
+                "settle_ms": (shown - last) * 1000, "cpu_ms": (settled_cpu - last_cpu[0]) * 1000,
+                "findings": len(app.review.findings) if app.review is not None else 0}
     finally:
         AnswerRun.feed = original_feed  # type: ignore[method-assign]
+        AnswerRun.finish = original_finish  # type: ignore[method-assign]
         core.stop()
-    keys.sort()
-    out["keys"] = len(keys)
-    out["key_p50_ms"] = statistics.median(keys) if keys else float("nan")
-    out["key_p99_ms"] = keys[min(len(keys) - 1, int(0.99 * len(keys)))] if keys else float("nan")
+    waits: dict[str, list[float]] = {"stream": [], "settle": []}
+    parts: dict[str, list[tuple[float, float]]] = {"stream": [], "settle": []}
+    for sent, when, done in zip(pressed, phase, handled, strict=False):  # keys are handled in order
+        drawn = next((d for d in displays if d >= done), None)
+        if drawn is not None:
+            waits[when].append((drawn - sent) * 1000)
+            parts[when].append(((done - sent) * 1000, (drawn - done) * 1000))
+    out["keys"] = waits
+    out["key_parts"] = parts  # (pressed -> handled, handled -> drawn) per key, ms
+    out["timeline"] = {"first": last_feed[0] - last, "pressed": [t - last for t in pressed],
+                       "handled": [t - last for t in handled], "displays": [t - last for t in displays]}
     return out
 
 
+def _pct(values: list[float], q: float) -> float:
+    """The q-quantile (nearest rank) of values; nan for none."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
 def main() -> None:
+    runs = int(os.environ.get("SPARK_BENCH_RUNS", RUNS))
     with tempfile.TemporaryDirectory() as tmp:
         os.environ.setdefault("SPARK_CACHE_DIR", str(Path(tmp) / "cache"))
         # the generated stages have no tests; the fix loop must not send a second request
         os.environ.setdefault("SPARK_VERIFY_TESTS", "0")
-        small = asyncio.run(_measure(Path(tmp), 250))
-        big = asyncio.run(_measure(Path(tmp), 2500))
+        small = asyncio.run(_measure(Path(tmp) / "small", 250))
+        bigs = [asyncio.run(_measure(Path(tmp) / f"big{n}", 2500)) for n in range(runs)]
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-    for r in (small, big):
+    for r in (small, *bigs):
         print(f"6 files x {r['lines']:,} lines: {r['hunks']} hunks, {r['tokens']:,} tokens, {r['findings']} "
-              f"findings; last token -> all on screen {r['settle_ms']:.0f} ms (CPU {r['cpu_ms']:.0f} ms); "
-              f"{r['keys']} keys during the stream p50 {r['key_p50_ms']:.1f} ms, p99 {r['key_p99_ms']:.1f} ms")
-    print(f"settle at 2,500 vs 250 lines: {big['settle_ms'] / small['settle_ms']:.2f}x (goal: < 300 ms at "
-          f"2,500: {'met' if big['settle_ms'] < 300 else 'MISSED'}); keys p99 {big['key_p99_ms']:.0f} ms "
-          f"(goal < 50: {'met' if big['key_p99_ms'] < 50 else 'MISSED'})")
+              f"findings; last token -> all on screen {r['settle_ms']:.0f} ms (CPU {r['cpu_ms']:.0f} ms)")
+    for name, rows in (("250", [small]), ("2,500", bigs)):
+        for when in ("stream", "settle"):
+            waits = [w for r in rows for w in r["keys"][when]]
+            print(f"  keys at {name} lines, during the {when}: {len(waits)} keys (one per "
+                  f"{KEY_EVERY_S * 1000:.0f} ms), p50 {_pct(waits, 0.5):.1f} ms, p99 {_pct(waits, 0.99):.1f} ms, "
+                  f"max {max(waits, default=float('nan')):.1f} ms")
+    settle = statistics.median(r["settle_ms"] for r in bigs)
+    p99 = _pct([w for r in bigs for w in r["keys"]["stream"]], 0.99)
+    print(f"settle at 2,500 vs 250 lines: {settle / small['settle_ms']:.2f}x (goal: < 300 ms at "
+          f"2,500: {'met' if settle < 300 else 'MISSED'}, median of {len(bigs)}); keys p99 during the stream "
+          f"{p99:.0f} ms (goal < 50: {'met' if p99 < 50 else 'MISSED'})")
 
 
 if __name__ == "__main__":

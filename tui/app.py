@@ -462,6 +462,7 @@ class SparkApp(App):
                         self._update_context_meter()
                     elif isinstance(update, Progress):
                         if update.completed:
+                            self.verify.edits_arriving(run)
                             self._request_rebuild()
                         if update.text and not first_painted:
                             first_painted = self._dirty = True  # the first token: on screen now,

@@ -84,6 +84,12 @@ class VerifySession:
         self._proposal_seen = seen
         self.verifier.propose(run.proposal, final=run.finished)
 
+    def edits_arriving(self, run: RunLike) -> None:
+        """A block of the streaming answer completed: its proposal is about to change, so
+        the one checked only once the stream pauses (see Verifier.edits_arriving) waits."""
+        if self.verifier is not None and run.request_id == self.run_id and not run.finished:
+            self.verifier.edits_arriving()
+
     def stream_ended(self, run: RunLike) -> None:
         """The answer's last token came; its final proposal follows (see Verifier.hold)."""
         if self.verifier is not None and run.request_id == self.run_id:

@@ -115,3 +115,28 @@ def test_after_the_stream_ends_only_the_final_proposal_is_checked(demo, checked)
     assert rep.problems is not None
     assert not {(fp.path, fp.new_text) for fp in half.files} & set(checked)
     assert {(fp.path, fp.new_text) for fp in whole.files} <= set(checked)
+
+
+def test_blocks_still_arriving_keep_a_streaming_proposal_unchecked(demo, checked):
+    """A fast stream completes blocks faster than its proposal is rebuilt: while blocks
+    arrive (edits_arriving), the proposal in hand is not checked, however long ago it came;
+    once they stop, it is."""
+    answer = recording("overdue-days")["answer"]
+    half = build_proposal(demo, parse_edits(answer[: len(answer) // 2]))
+    assert half.files
+    v = Verifier(demo, run_tests=False, baseline=BaselineCache(), stream_quiet_s=0.3)
+    try:
+        v.propose(half, final=False)
+        for _ in range(16):  # 0.8 s of blocks arriving, one every 50 ms: ~3x the quiet period
+            time.sleep(0.05)
+            v.edits_arriving()
+        during = list(checked)
+        deadline = time.monotonic() + 10
+        while v.report(Scope.ANSWER).problems is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert v.report(Scope.ANSWER).problems is not None  # the stream paused: checked
+    finally:
+        v.close(wait=True)
+    new_texts = {(fp.path, fp.new_text) for fp in half.files}
+    assert not set(during) & new_texts
+    assert new_texts <= set(checked)
