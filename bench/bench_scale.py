@@ -11,8 +11,8 @@ twice, the second time on the cache the first one left:
   * readiness: launch -> repo map shown (on a second launch: the cached one, before the
     tree is checked), -> map checked against the tree, and -> duplicate index complete;
   * a second launch in a fresh process: process start -> first frame / map shown / map
-    checked, the embedded core's and the app's imports included (goal: the map ready in
-    under 1 s on an unchanged 20k tree). The in-process launches above share one
+    checked / duplicate index ready, the embedded core's and the app's imports included
+    (goal: everything ready in under 1 s on an unchanged 20k tree). The in-process launches above share one
     interpreter, so their imports are already done.
 
     python -m bench scale                          # 1k and 5k generated, the real tree
@@ -250,10 +250,11 @@ def _fresh_launch_child(root: Path) -> None:
         indexes = getattr(app.station, "indexes", None)
         if indexes is None:
             return
-        indexes.wait(120, what="map")
+        indexes.wait(120, what="all")
         snap = indexes.snapshot()  # the service notes when it showed and checked the map
         for key, at in (("map_s", getattr(snap, "map_shown_at", None)),
-                        ("checked_s", getattr(snap, "map_checked_at", None))):
+                        ("checked_s", getattr(snap, "map_checked_at", None)),
+                        ("all_s", getattr(snap, "dups_ready_at", None))):
             if at is not None:
                 marks[key] = at - t0
         while "frame_s" not in marks and time.time() < deadline:
@@ -281,7 +282,8 @@ def _fresh_launch_child(root: Path) -> None:
 
 
 def _fresh_launches(root: Path, n: int) -> dict[str, float]:
-    """Median over n fresh-process launches of process start -> frame / map / checked."""
+    """Median over n fresh-process launches of process start -> frame / map / checked /
+    everything (the duplicate index too)."""
     import json
     import subprocess
 
@@ -293,7 +295,7 @@ def _fresh_launches(root: Path, n: int) -> dict[str, float]:
         lines = [line for line in out.stdout.splitlines() if line.startswith("{")]
         if lines:
             runs.append(json.loads(lines[-1]))
-    keys = ("frame_s", "map_s", "checked_s", "ui_peak_mb")
+    keys = ("frame_s", "map_s", "checked_s", "all_s", "ui_peak_mb")
     return {k: statistics.median(r.get(k, float("nan")) for r in runs) if runs else float("nan") for k in keys}
 
 
@@ -329,12 +331,12 @@ def main() -> None:
         if fresh:
             print(f"2nd launch in a fresh process (median of {FRESH_LAUNCHES}), seconds from process start; "
                   f"load {os.getloadavg()[0]:.1f}")
-            print(f"{'tree':>18} {'frame':>7} {'map':>7} {'checked':>7} {'UI MB':>7}")
+            print(f"{'tree':>18} {'frame':>7} {'map':>7} {'checked':>7} {'all':>7} {'UI MB':>7}")
             for label, f in fresh:
                 print(f"{label:>18} {f['frame_s']:7.2f} {f['map_s']:7.2f} {f['checked_s']:7.2f} "
-                      f"{f['ui_peak_mb']:7.0f}", flush=True)
+                      f"{f['all_s']:7.2f} {f['ui_peak_mb']:7.0f}", flush=True)
         print("goals: first frame < 1 s; keys p99 < 50 ms while indexing; UI + child < 500 MB; "
-              "2nd launch on an unchanged 20k tree: map ready < 1 s from process start")
+              "2nd launch on an unchanged 20k tree: map and duplicates ready < 1 s from process start")
     sys.stdout.flush()
 
 

@@ -89,6 +89,7 @@ class _Preload:
         self.map_read = threading.Event()
         self.done = threading.Event()
         self.first_frame = threading.Event()  # set by the app: CPU-heavy warm-ups may start
+        self.child: tuple[Connection, subprocess.Popen] | None = None  # the indexer, started early
         threading.Thread(target=self._run, name="spark-index-preload", daemon=True).start()
 
     def _run(self) -> None:
@@ -96,6 +97,9 @@ class _Preload:
 
         try:
             pending = PendingState(self.root)
+            if self.use_cache and _large_cached_tree(self.root, self.cache_path):
+                # the child's start (~0.3 s of its CPU) overlaps the app's start too
+                self.child = _start_child_early(self.root, self.cache_path, self.use_cache)
             try:
                 if self.use_cache:
                     from core.indexing.cache import read_latest_snapshot
@@ -133,7 +137,13 @@ def preload(root: Path, cache_path: Path | None = None, use_cache: bool = True) 
 def _take_preload(root: Path, cache_path: Path | None, use_cache: bool) -> _Preload | None:
     with _preloads_lock:
         found = _preloads.pop((root, cache_path, use_cache), None)
-    if found is None or time.monotonic() - found.started > PRELOAD_FRESH_S:
+    if found is not None and time.monotonic() - found.started > PRELOAD_FRESH_S:
+        found.map_read.wait()
+        if found.child is not None:  # never used: it waits for a tree that will not come
+            found.child[0].close()
+            found.child[1].kill()
+        found = None
+    if found is None:
         return None  # none, or so old that the tree may have changed since: check it now
     return found
 
@@ -309,8 +319,9 @@ class IndexService:
             pre = _take_preload(self.root, self.cache_path, self.use_cache)
             if pre is not None:
                 self._first_frame = pre.first_frame
-                started = self._spawn_early()
-                pre.map_read.wait()
+                pre.map_read.wait()  # (the preload starts a child before reading the map)
+                self._early = pre.child
+                started = pre.child or self._spawn_early()
                 trusted = self._install_cached_map(pre.cached) if pre.cached is not None else None
                 pre.done.wait()
                 if pre.error is not None or pre.tree is None:
@@ -384,28 +395,10 @@ class IndexService:
         the check)."""
         if self.in_process or not self.use_cache:
             return None
-        if self.in_process is None and not self._large_cached_tree():
+        if self.in_process is None and not _large_cached_tree(self.root, self.cache_path):
             return None
-        try:
-            parent, proc = _spawn_child()
-            parent.send(("open", str(self.root), str(self.cache_path) if self.cache_path else None,
-                         self.use_cache))
-        except OSError as exc:
-            self._note(f"indexer early start failed: {exc}")
-            return None
-        self._early = (parent, proc)
+        self._early = _start_child_early(self.root, self.cache_path, self.use_cache)
         return self._early
-
-    def _large_cached_tree(self) -> bool:
-        """Whether the duplicate snapshot stored last is of a tree the size of those a child
-        process indexes (a stat, not a read: this runs before anything is loaded)."""
-        from core.indexing.cache import cache_file
-
-        try:
-            size = (self.cache_path or cache_file(self.root)).with_suffix(".dups").stat().st_size
-        except OSError:
-            return False
-        return size >= EARLY_CHILD_SNAPSHOT_BYTES
 
     def _install_cached_map(self, latest: tuple[bytes, Any] | None = None) -> bytes | None:
         """Install the map stored last, before the tree is even checked (a request sent
@@ -535,6 +528,33 @@ def attach(station: Any, **options: Any) -> IndexService:
     station.dups = RemoteDuplicates(service)
     station.indexes = service
     return service.start()
+
+
+def _large_cached_tree(root: Path, cache_path: Path | None) -> bool:
+    """Whether the duplicate snapshot stored last is of a tree the size of those a child
+    process indexes (a stat, not a read: this runs before anything is loaded)."""
+    from core.indexing.cache import cache_file
+
+    try:
+        size = (cache_path or cache_file(root)).with_suffix(".dups").stat().st_size
+    except OSError:
+        return False
+    return size >= EARLY_CHILD_SNAPSHOT_BYTES
+
+
+def _start_child_early(root: Path, cache_path: Path | None,
+                       use_cache: bool) -> tuple[Connection, subprocess.Popen] | None:
+    """The indexer's child, told where its caches are ("open") but not yet the tree."""
+    try:
+        parent, proc = _spawn_child()
+    except OSError:
+        return None  # started later, the usual way
+    try:
+        parent.send(("open", str(root), str(cache_path) if cache_path else None, use_cache))
+    except OSError:
+        proc.kill()
+        return None
+    return parent, proc
 
 
 def _spawn_child() -> tuple[Connection, subprocess.Popen]:

@@ -152,3 +152,21 @@ def test_a_child_started_before_the_tree_check_loads_the_snapshot(tmp_path, chan
     # loaded and brought up to date (two files of 24 do not call for a new snapshot), or
     # rebuilt and stored when it was refused
     assert (snap.stat().st_mtime_ns == stored) == (change != "garbage")
+
+
+def test_the_apps_preload_starts_the_child_of_a_large_tree(tmp_path, monkeypatch):
+    """The app's preload (before its screen exists) starts the indexer's child when the last
+    duplicate snapshot is of a large tree; the service then uses that child."""
+    from core.indexing import service
+
+    root, cache_dir = _first_launch(tmp_path)
+    path = cache_file(root, cache_dir)
+    monkeypatch.setattr(service, "EARLY_CHILD_SNAPSHOT_BYTES", _snapshot_file(root, cache_dir).stat().st_size)
+    service.preload(root, path)
+    svc = IndexService(root, RepoMap(root), cache_path=path).start()  # 24 files: a thread, unless started
+    try:
+        assert svc.wait(120), svc.snapshot()
+        assert svc.snapshot().mode == "process"
+        assert _answers(svc.check_source, root) == _fresh(root)
+    finally:
+        svc.stop()
