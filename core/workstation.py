@@ -20,6 +20,7 @@ from core.edits.hunks import Hunk
 from core.edits.proposal import ApplyResult, FileProposal
 from core.errors import SparkError
 from core.review import AcceptCheck, AcceptPolicy, Finding, Review, Verdict
+from core.statement_checks import StatementChecks
 from core.workspace.files import Workspace
 
 if TYPE_CHECKING:
@@ -112,6 +113,8 @@ class Workstation:
         self._reviewed_at: dict[str, int] = {}  # path -> when it was last reviewed (a counter)
         self._review_count = 0
         self._dup_pool: ThreadPoolExecutor | None = None  # duplicate checks wait on the indexer process
+        # per answer (request id): its duplicate checks per top-level statement, remembered
+        self._dup_checks: dict[str, StatementChecks] = {}
         # slop analyses sent to the worker process, by (path, new text, added lines): a pass
         # superseded mid-way leaves them running there, and the next pass takes them if the
         # file has not changed since
@@ -190,13 +193,16 @@ class Workstation:
         """Fold a finished answer into the conversation, the counters and the session record.
 
         The one path by which every answer (typed, raced, a variation, a batch task) reaches
-        the record: its own stream's timing, its kind, its review.
+        the record: its own stream's timing, its kind, its review. In two halves the app
+        calls apart: `fold_answer` (memory, before the answer is shown as settled) and
+        `record_answer` (the disk, after: the screen is what the user waits for).
         """
-        with self.recorder.batch():  # one append for the answer's many events
-            self._answer_finished(run, review, chip=chip, model=model, timing_recorded=timing_recorded)
+        self.fold_answer(run, review)
+        self.record_answer(run, review, chip=chip, model=model, timing_recorded=timing_recorded)
 
-    def _answer_finished(self, run: AnswerRun, review: Review | None, *, chip: str | None,
-                         model: str | None, timing_recorded: bool) -> None:
+    def fold_answer(self, run: AnswerRun, review: Review | None) -> None:
+        """The finished answer in memory: the conversation, the answers, the session's
+        counters (what the status bar shows). No disk: cheap enough for the UI thread."""
         usage = run.usage or {}
         if run.text:
             self.context.record_exchange(run.prompt, run.text, usage or None)
@@ -204,6 +210,17 @@ class Workstation:
             self.answers.append(run)
         if review is not None:
             self.record_review(review)
+
+    def record_answer(self, run: AnswerRun, review: Review | None, *, chip: str | None = None,
+                      model: str | None = None, timing_recorded: bool = False) -> None:
+        """The finished answer in the session record (one append; a worker thread)."""
+        with self.recorder.batch():  # one append for the answer's many events
+            self._answer_finished(run, review, chip=chip, model=model, timing_recorded=timing_recorded)
+
+    def _answer_finished(self, run: AnswerRun, review: Review | None, *, chip: str | None,
+                         model: str | None, timing_recorded: bool) -> None:
+        usage = run.usage or {}
+        if review is not None:
             self.recorder.review(run.request_id, slop_findings=review.slop_findings,
                                  added_lines=review.added_lines)
             for finding in review.findings:
@@ -436,13 +453,19 @@ class Workstation:
             obsolete = [jobs.pop(key) for key in [k for k, job in jobs.items() if id(job) not in wanted]]
         self._drop_slop_jobs(obsolete)
         checks: dict[int, Future | None] = {}
+        memo = self._statement_checks(run.request_id)
         for n, i in enumerate(todo):
             if n and stale is not None and stale():  # one file per pass at least: progress
                 raise ReviewSuperseded("a newer rebuild of the answer is waiting")
             if i not in checks:
-                checks[i] = self._start_dup_check(proposal.files[i])
+                checks[i] = self._start_dup_check(proposal.files[i], memo)
             if n + 1 < len(todo):
-                checks[todo[n + 1]] = self._start_dup_check(proposal.files[todo[n + 1]])
+                ahead = proposal.files[todo[n + 1]]
+                checks[todo[n + 1]] = self._start_dup_check(ahead, memo)
+                if slop.get(todo[n + 1]) is None:  # slop runs in this thread: its ruff starts now
+                    from core.detectors.slop import prefetch
+
+                    prefetch(ahead.path, ahead.new_text)
             job = slop.get(i)
             if n and stale is not None and job is not None:  # the file's slop is computed in the
                 self._wait_for(job, stale)  # worker: a newer rebuild need not wait for it here
@@ -493,13 +516,27 @@ class Workstation:
         if worker is not None and jobs:
             worker.drop(jobs)
 
-    def _start_dup_check(self, fp: FileProposal) -> Future | None:
-        """Send one file's duplicate check to the indexer now (None: nothing to check)."""
+    def _statement_checks(self, request_id: str) -> StatementChecks:
+        """The answer's remembered duplicate checks (the most recent 8 answers kept)."""
+        with self._slop_lock:
+            memo = self._dup_checks.pop(request_id, None)
+            if memo is None or memo.check != self.dups.check_source:  # the index was replaced
+                memo = StatementChecks(self.dups.check_source)
+            self._dup_checks[request_id] = memo
+            while len(self._dup_checks) > 8:
+                self._dup_checks.pop(next(iter(self._dup_checks)))
+            return memo
+
+    def _start_dup_check(self, fp: FileProposal, memo: StatementChecks | None = None) -> Future | None:
+        """Send one file's duplicate check to the indexer now (None: nothing to check):
+        with the answer's `memo`, only its statements not checked in an earlier pass."""
         if not (self.dups_ready and fp.path.endswith(".py")):
             return None
         if self._dup_pool is None:
             self._dup_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="dup-check")
         added = _added_lines(_new_ranges(fp))
+        if memo is not None:
+            return self._dup_pool.submit(memo.matches, fp.new_text, fp.path, added)
         return self._dup_pool.submit(self.dups.check_source, fp.new_text, fp.path, lines=added)
 
     def _review_file(self, fp: FileProposal, dup_check: Future | None = None,

@@ -33,7 +33,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from core.detectors.slop import SlopReport, analyze_change
+from core.detectors.slop import SlopReport, analyze_change, prefetch
 from core.errors import SparkError
 
 log = logging.getLogger(__name__)
@@ -283,6 +283,9 @@ def serve(conn: Connection) -> None:
         if job in dropped:
             dropped.discard(job)
             continue
+        following = next((msg for msg in queue if msg[1] not in dropped), None)
+        if following is not None:  # its ruff process runs while this job's rules run
+            prefetch(following[2], following[3])
         try:
             report = analyze_change(path, new_text, new_text, added=set(added))
         except Exception as exc:  # noqa: BLE001 - one bad file must not end the worker

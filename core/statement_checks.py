@@ -1,0 +1,110 @@
+"""An answer's duplicate checks, one top-level statement at a time, remembered by its text.
+
+Why: while an answer streams, each rebuild changes one block of one file, but the review
+checked every function of the file that an added line touches, in the whole file's text
+(~1 ms a function, and a 2,500-line text sent to the indexer each time); at the last token
+the files changed since their last review were checked whole again (20-100 ms each). Here a
+file is cut into its top-level statements (`pyparse.segments`, remembered by text); the
+statements holding added lines are checked once per (text, added rows) and their matches
+kept relative to the statement's first line, so a statement unchanged since any earlier
+pass (only moved) costs nothing. The statements not yet known go to the index in one call,
+each at its own line, the lines between them blank.
+
+Equal to one whole-file check: a function, its class and its nested functions lie in one
+top-level statement, so each statement's matches are those of the whole check there
+(tests/core/test_statement_checks.py compares them on real files). Where two statements
+define the same top-level name (a nested function's "paired outer" could then be the other
+one), the whole file is checked.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Collection, Sequence
+from typing import Any
+
+from core import pyparse
+
+Check = Callable[..., Sequence[Any]]  # DuplicateIndex.check_source(source, path, lines=...)
+MEMO_SIZE = 4096
+
+
+def _nothing(_module: Any) -> None:
+    """Segments' summary: only where they are (module-level: the memo's key)."""
+
+
+class StatementChecks:
+    """Duplicate checks of new texts, per top-level statement, remembered (thread-safe).
+
+    One per answer: a statement's matches depend on the index, which changes with the
+    tree, and an answer's passes are seconds apart."""
+
+    def __init__(self, check: Check) -> None:
+        self.check = check
+        self._memo: OrderedDict[tuple[str, str, tuple[int, ...]], tuple[Any, ...]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def matches(self, text: str, path: str, lines: Collection[int]) -> list[Any]:
+        """What `check(text, path, lines=lines)` returns, from the statements' memo, in
+        file order (by `new_line`; one function's twins in the check's order)."""
+        rows = sorted(set(lines))
+        segs = pyparse.segments(text, _nothing)
+        if segs is None or not rows:
+            return self._whole(text, path, rows)
+        wanted: list[tuple[pyparse.Segment, tuple[int, ...]]] = []
+        for seg in segs:
+            lo, hi = bisect.bisect_left(rows, seg.first), bisect.bisect_right(rows, seg.last)
+            if lo < hi:
+                wanted.append((seg, tuple(r - seg.first for r in rows[lo:hi])))
+        known: dict[int, tuple[Any, ...]] = {}
+        with self._lock:
+            for n, (seg, rel) in enumerate(wanted):
+                hit = self._memo.get((path, seg.text, rel))
+                if hit is not None:
+                    known[n] = hit
+        missing = [n for n in range(len(wanted)) if n not in known]
+        if missing:
+            for n, found in self._check_missing(path, [wanted[n] for n in missing]).items():
+                known[missing[n]] = found
+        out: list[Any] = []
+        owners: dict[str, int] = {}
+        for n, (seg, _rel) in enumerate(wanted):
+            for match in known[n]:
+                top = match.new_symbol.split(".")[0]
+                if owners.setdefault(top, n) != n:  # one name defined by two statements
+                    return self._whole(text, path, rows)
+                out.append(dataclasses.replace(match, new_line=match.new_line + seg.first - 1))
+        return out  # in file order (the statements' order; each statement's in the check's)
+
+    def _whole(self, text: str, path: str, rows: list[int]) -> list[Any]:
+        return sorted(self.check(text, path, lines=rows), key=lambda m: m.new_line)
+
+    def _check_missing(self, path: str, todo: list[tuple[pyparse.Segment, tuple[int, ...]]]
+                       ) -> dict[int, tuple[Any, ...]]:
+        """One check of the statements not known yet, each at its own line (the lines of
+        the others blank), its matches split back to them, relative, and remembered."""
+        total = max(seg.last for seg, _ in todo)
+        lines = [""] * total
+        asked: list[int] = []
+        for seg, rel in todo:
+            part = seg.text.split("\n")
+            if seg.text.endswith("\n"):
+                part.pop()
+            lines[seg.first - 1:seg.first - 1 + len(part)] = part
+            asked.extend(seg.first + r for r in rel)
+        found = self.check("\n".join(lines[:total]) + "\n", path, lines=asked)
+        firsts = [seg.first for seg, _ in todo]
+        per: dict[int, list[Any]] = {n: [] for n in range(len(todo))}
+        for match in found:
+            n = max(0, bisect.bisect_right(firsts, match.new_line) - 1)
+            per[n].append(dataclasses.replace(match, new_line=match.new_line - firsts[n] + 1))
+        out = {n: tuple(ms) for n, ms in per.items()}
+        with self._lock:
+            for n, (seg, rel) in enumerate(todo):
+                self._memo[(path, seg.text, rel)] = out[n]
+            while len(self._memo) > MEMO_SIZE:
+                self._memo.popitem(last=False)
+        return out

@@ -1,0 +1,86 @@
+"""core.statement_checks: duplicate checks per top-level statement, remembered, equal the
+whole file's check (the same matches, in the same order) on real files, also over a sequence
+of edits that reuses the memo of earlier versions."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from core.detectors.duplicates import DuplicateIndex
+from core.statement_checks import StatementChecks
+from tests.core.detectors.real_code import SITE_PACKAGES, read_text, real_python_files
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::SyntaxWarning")
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory: pytest.TempPathFactory) -> tuple[DuplicateIndex, list[Path]]:
+    """An index of 24 real modules: the files checked below are copies of them, so their
+    functions have exact twins (and near misses once edited)."""
+    files = real_python_files((SITE_PACKAGES,), 3_000, 25_000)[::97][:24]
+    if not files:
+        pytest.skip("no site-packages Python files to test on")
+    root = tmp_path_factory.mktemp("tree")
+    for n, path in enumerate(files):
+        shutil.copyfile(path, root / f"m{n}.py")
+    index = DuplicateIndex(root)
+    index.build()
+    return index, files
+
+
+def _edited(data: st.DataObject, lines: list[str], donor: list[str]) -> tuple[list[str], list[bool]]:
+    written = [False] * len(lines)
+    for _ in range(data.draw(st.integers(0, 3), label="edits")):
+        at = data.draw(st.integers(0, len(lines)), label="at")
+        cut = data.draw(st.integers(0, 8), label="cut")
+        d = data.draw(st.integers(0, max(0, len(donor) - 1)), label="from")
+        new = donor[d:d + data.draw(st.integers(0, 30), label="take")]
+        lines[at:at + cut] = new
+        written[at:at + cut] = [True] * len(new)
+    return lines, written
+
+
+@settings(max_examples=20, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(st.data())
+def test_statement_checks_equal_the_whole_file_check(indexed, data: st.DataObject) -> None:
+    index, files = indexed
+    text = read_text(data.draw(st.sampled_from(files), label="file"))
+    donor = read_text(data.draw(st.sampled_from(files), label="donor")).split("\n")
+    memo = StatementChecks(index.check_source)
+    lines = text.split("\n")
+    for _ in range(data.draw(st.integers(1, 3), label="versions")):
+        lines, written = _edited(data, lines, donor)
+        version = "\n".join(lines)
+        extra = data.draw(st.sets(st.integers(1, max(1, len(lines))), max_size=8), label="touched")
+        added = {i + 1 for i, w in enumerate(written) if w} | extra
+        # the same matches, in file order (one function's twins in the check's order)
+        whole = sorted(index.check_source(version, "new/edited.py", lines=added), key=lambda m: m.new_line)
+        assert memo.matches(version, "new/edited.py", added) == whole
+        assert memo.matches(version, "new/edited.py", added) == whole  # remembered: the same
+
+
+def test_a_moved_statement_is_not_checked_again(indexed) -> None:
+    index, files = indexed
+    text = read_text(files[0])
+    calls: list[str] = []
+
+    def counting(source: str, path: str | None = None, **kw):
+        calls.append(source)
+        return index.check_source(source, path, **kw)
+
+    memo = StatementChecks(counting)
+    rows = set(range(1, text.count("\n") + 1))
+    first = memo.matches(text, "new/a.py", rows)
+    assert first == sorted(index.check_source(text, "new/a.py", lines=rows), key=lambda m: m.new_line)
+    assert first, "a copy of an indexed file has exact twins"
+    assert len(calls) == 1
+    moved = "\n\n# a comment above moves every statement\n" + text
+    again = memo.matches(moved, "new/a.py", {r + 3 for r in rows})
+    assert len(calls) == 1  # nothing new to check: every statement only moved
+    assert [m.new_line for m in again] == [m.new_line + 3 for m in first]
