@@ -502,10 +502,12 @@ class DuplicateIndex:
             arrays["files_stamp"] = _pack([stamps.get(f) or "-" for f in files])  # never empty
             dup_store.save(path, meta, arrays)
 
-    def load_snapshot(self, path: Path, expect: dict[str, Any], *, verify: bool = True) -> dict[str, str]:
+    def load_snapshot(self, path: Path, expect: dict[str, Any], *, verify: bool = True,
+                      meanwhile: Callable[[], object] | None = None) -> dict[str, str]:
         """Replace the index with a snapshot (memory-mapped); returns the stamps it was
-        saved with. Raises SnapshotError when it cannot be used (`verify`: see dup_store.load)."""
-        _header, arrays = dup_store.load(path, expect, verify=verify)
+        saved with. Raises SnapshotError when it cannot be used (`verify`, `meanwhile`:
+        see dup_store.load)."""
+        _header, arrays = dup_store.load(path, expect, verify=verify, meanwhile=meanwhile)
         try:
             table = UnitTable.from_arrays(_unpack(arrays["table_paths"]), arrays)
             files = _unpack(arrays["files"])

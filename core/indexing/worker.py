@@ -411,7 +411,8 @@ class Indexer:
         if path is None or not path.exists():
             return
         try:
-            self._preloaded = self.dups.load_snapshot(path, self._dups_expect())
+            # the tree's .py files are listed while the snapshot's checksum is computed
+            self._preloaded = self.dups.load_snapshot(path, self._dups_expect(), meanwhile=self._python_files)
         except SnapshotError as exc:
             self._preloaded = exc
         self.begin_cache_open()
