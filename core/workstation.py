@@ -465,7 +465,7 @@ class Workstation:
                 if slop.get(todo[n + 1]) is None:  # slop runs in this thread: its ruff starts now
                     from core.detectors.slop import prefetch
 
-                    prefetch(ahead.path, ahead.new_text)
+                    prefetch(ahead.path, ahead.new_text, set(_added_lines(_new_ranges(ahead))))
             job = slop.get(i)
             if n and stale is not None and job is not None:  # the file's slop is computed in the
                 self._wait_for(job, stale)  # worker: a newer rebuild need not wait for it here

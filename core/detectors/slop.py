@@ -22,6 +22,7 @@ from core.detectors.slop_rules import (
     comprehension_fix,
     own_findings,
     partial_tree,
+    ruff_text,
     statement_lines,
     top_statement,
 )
@@ -198,10 +199,11 @@ def _forget_running(key: tuple[str, str], future: Future[list[RawFinding]]) -> N
             del _RUFF_RUNNING[key]
 
 
-def prefetch(path: str, text: str) -> None:
-    """Start ruff over a file's text that will be analysed soon (nothing for other files)."""
-    if _is_python(path):
-        ruff_started(path, text)
+def prefetch(path: str, text: str, added: set[int]) -> None:
+    """Start ruff for the analysis of these added lines of a file, which will be asked
+    soon (nothing for other files)."""
+    if _is_python(path) and added:
+        ruff_started(path, ruff_text(text, added))
 
 
 def analyze_change(
@@ -232,7 +234,8 @@ def _analyze(path: str, new_text: str, added: set[int], scoped: bool) -> SlopRep
     report = SlopReport(path=path, findings=[], added_lines=len(added))
     if not added or not _is_python(path):
         return report
-    ruff = ruff_started(path, new_text)
+    # scoped, ruff reads the statements holding added lines and what they may refer to
+    ruff = ruff_started(path, ruff_text(new_text, added) if scoped else new_text)
     # scoped, only the statements near the added lines are parsed (the others' segments
     # are remembered from earlier versions of the file)
     tree: ast.Module | None = partial_tree(new_text, added) if scoped else None

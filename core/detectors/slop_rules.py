@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import ast
 import bisect
+import dataclasses
 import functools
 import io
 import itertools
 import re
+import threading
 import tokenize
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
+from core import pyparse
 from core.detectors.ruff_rules import RawFinding
 
 LONG_FUNCTION_LINES = 100  # a function longer than this is reported once
@@ -340,6 +344,8 @@ class PartialModule(ast.Module):
 
     source: str = ""
     _complete: ast.Module | None = None
+    # (first line, text, statements) of each segment holding an added line
+    hot: tuple[tuple[int, str, list[ast.stmt]], ...] = ()
 
     def complete(self) -> ast.Module:
         if self._complete is None:
@@ -348,23 +354,71 @@ class PartialModule(ast.Module):
 
 
 def parse_file(text: str) -> ast.Module:
-    from core import pyparse
-
     return pyparse.parse(text)
 
 
-_Summary = tuple[tuple[int, int, tuple[int, ...]], ...]
+_Summary = tuple[tuple[int, int, tuple[int, ...], str | None], ...]
 
 
 def _summary(module: ast.Module) -> _Summary:
     """Per top-level statement of a segment parsed alone: its first and last line (1-based
-    in the segment) and its multi-line strings' rows relative to its first line."""
+    in the segment), its multi-line strings' rows relative to its first line, and for a
+    def or class the one line that binds its name the same way (`ruff_text`)."""
     out = []
     for node in module.body:
         first, last = statement_lines(node)
         rows = () if first == last else tuple(sorted(r - first for r in _string_rows(node)))
-        out.append((first, last, rows))
+        stub = None
+        if isinstance(node, ast.ClassDef):
+            stub = f"class {node.name}: ..."
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            stub = f"{'async ' if isinstance(node, ast.AsyncFunctionDef) else ''}def {node.name}(): ..."
+        out.append((first, last, rows, stub))
     return tuple(out)
+
+
+_FILE_DIRECTIVE = re.compile(r"#\s*(?:ruff|flake8)\s*:\s*noqa", re.IGNORECASE)
+_IMPORT_LINE = re.compile(r"^\s*(?:import|from)\s", re.MULTILINE)
+_SCOPE_LINE = re.compile(r"^\s*(?:global|nonlocal)\s", re.MULTILINE)
+
+
+def ruff_text(text: str, added: set[int]) -> str:
+    """What ruff needs to see of the file for its findings on the added lines: the
+    top-level statements holding added lines and all module-level code that is not a def
+    or class, at their own lines; every other def or class is one line that binds its
+    name the same way (`def name(): ...`), the rest of its lines blank. ruff then reads
+    ~a tenth of a big file for the same findings there (tests/core/detectors/
+    test_slop_scope.py compares them on real files).
+
+    The selected rules (RUFF_RULES) look inside one function, except F401 (an import is
+    unused in the whole file: a statement holding added lines that imports gets the whole
+    file) and the bindings a rule may resolve (kept: module-level code and each name's
+    kind; a `global`/`nonlocal` in a left-out def, or a file-level noqa, gets the whole file).
+    """
+    segs = pyparse.segments(text, _summary)
+    if segs is None or _FILE_DIRECTIVE.search(text):
+        return text
+    rows = sorted(added)
+    out: list[str] = []
+    for seg in segs:
+        lines = seg.text.split("\n")
+        if seg.text.endswith("\n"):
+            lines.pop()
+        i = bisect.bisect_left(rows, seg.first)
+        hot = i < len(rows) and rows[i] <= seg.last
+        if hot and _IMPORT_LINE.search(seg.text):
+            return text
+        if hot or any(stub is None for *_, stub in seg.summary):
+            out.extend(lines)
+            continue
+        if _SCOPE_LINE.search(seg.text):
+            return text
+        kept = [""] * len(lines)
+        for first, _last, _rows, stub in seg.summary:
+            kept[first - 1] = stub or ""
+        out.extend(kept)
+    joined = "\n".join(out)
+    return joined + "\n" if text.endswith("\n") else joined
 
 
 def partial_tree(text: str, added: set[int]) -> PartialModule | None:
@@ -373,8 +427,6 @@ def partial_tree(text: str, added: set[int]) -> PartialModule | None:
     loop's list may be built by the statement before it); the others come from their
     remembered summaries as `Elided`. None when the file does not cut into segments
     (parse it whole: same findings, tests/core/detectors/test_slop_scope.py)."""
-    from core import pyparse
-
     segs = pyparse.segments(text, _summary)
     if segs is None:
         return None
@@ -386,18 +438,57 @@ def partial_tree(text: str, added: set[int]) -> PartialModule | None:
 
     hot = [touched(seg) for seg in segs]
     body: list[ast.stmt] = []
+    held: list[tuple[int, str, list[ast.stmt]]] = []
     for k, seg in enumerate(segs):
         if hot[k] or (k + 1 < len(segs) and hot[k + 1]):
-            body.extend(seg.parse().body)
+            statements = seg.parse().body
+            body.extend(statements)
+            if hot[k]:
+                held.append((seg.first, seg.text, statements))
             continue
-        for first, last, strings in seg.summary:
+        for first, last, strings, _stub in seg.summary:
             node = Elided(lineno=seg.first + first - 1, end_lineno=seg.first + last - 1,
                           col_offset=0, end_col_offset=0)
             node.string_rows = strings
             body.append(node)
     tree = PartialModule(body=body, type_ignores=[])
     tree.source = text
+    tree.hot = tuple(held)
     return tree
+
+
+_RULE_MEMO: OrderedDict[tuple[str, str], tuple[RawFinding, ...]] = OrderedDict()
+_RULE_MEMO_SIZE = 8192
+_RULE_LOCK = threading.Lock()
+
+
+def _moved(f: RawFinding, by: int) -> RawFinding:
+    return dataclasses.replace(
+        f, line=f.line + by, end_line=f.end_line + by,
+        fix_start=None if f.fix_start is None else f.fix_start + by,
+        fix_end=None if f.fix_end is None else f.fix_end + by)
+
+
+def _per_statement(rule: Rule, text: str, tree: PartialModule) -> list[RawFinding]:
+    """A rule that looks at one function at a time, over the statements holding added
+    lines, each statement's findings remembered by its text (relative to its first line):
+    a statement unchanged since an earlier version of the file is not walked again. It
+    may give findings on a touched class's other methods too; they hold no added line,
+    and the caller keeps only findings on added lines."""
+    out: list[RawFinding] = []
+    for first, seg_text, statements in tree.hot:
+        key = (rule.__name__, seg_text)
+        with _RULE_LOCK:
+            known = _RULE_MEMO.get(key)
+        if known is None:
+            found = rule(text, ast.Module(body=statements, type_ignores=[]))
+            known = tuple(_moved(f, 1 - first) for f in found)
+            with _RULE_LOCK:
+                _RULE_MEMO[key] = known
+                while len(_RULE_MEMO) > _RULE_MEMO_SIZE:
+                    _RULE_MEMO.popitem(last=False)
+        out.extend(_moved(f, first - 1) for f in known)
+    return out
 
 
 def _string_rows(tree: ast.AST) -> set[int]:
@@ -610,6 +701,9 @@ def _on_statements(rule: Rule) -> Callable[[str, ast.Module, Scope], Iterable[Ra
     return lambda text, tree, scope: rule(text, scope.module())
 
 
+# rules whose findings in a function depend only on that function
+_PER_FUNCTION = frozenset({len_comparisons, long_functions, deep_nesting})
+
 # How each rule runs on a scope; a rule not listed here runs on the whole file.
 # repeated_blocks stays whole-file: a block repeats one anywhere before it (it is a
 # cheap line scan).
@@ -641,7 +735,10 @@ def own_findings(
     out: list[RawFinding] = []
     for rule in OWN_RULES:
         scoped = _SCOPED.get(rule)
-        out += rule(text, tree) if scoped is None else scoped(text, tree, scope)
+        if isinstance(tree, PartialModule) and rule in _PER_FUNCTION:
+            out += _per_statement(rule, text, tree)
+        else:
+            out += rule(text, tree) if scoped is None else scoped(text, tree, scope)
     return out
 
 

@@ -285,7 +285,7 @@ def serve(conn: Connection) -> None:
             continue
         following = next((msg for msg in queue if msg[1] not in dropped), None)
         if following is not None:  # its ruff process runs while this job's rules run
-            prefetch(following[2], following[3])
+            prefetch(following[2], following[3], set(following[4]))
         try:
             report = analyze_change(path, new_text, new_text, added=set(added))
         except Exception as exc:  # noqa: BLE001 - one bad file must not end the worker

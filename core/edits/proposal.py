@@ -7,6 +7,7 @@ the base it was computed against (text + fingerprint) so nothing unseen is overw
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import difflib
 import re
@@ -478,6 +479,75 @@ def _unwrap_empty_search(e: Edit) -> Edit:
     return dataclasses.replace(e, search="", replace="".join(r + "\n" for r in replace[1:-1]))
 
 
+class _FileBuild:
+    """One file's edits applied so far, as `_build_file` applies them, kept so a rebuild
+    after more edits of the same answer resumes here (`more`) instead of re-matching
+    every earlier block: the same steps from the same state, so the same result."""
+
+    def __init__(self, rel: str, old: str, exists: bool,
+                 shifts: frozenset[int] | None = None) -> None:
+        self.rel, self.old, self.exists = rel, old, exists
+        self.ed = FileEditor(rel, old, shifted_answer=shifts is None or bool(shifts),
+                             shift=next(iter(shifts)) if shifts and len(shifts) == 1 else None)
+        self.errors: list[EditError] = []
+        self.skipped: list[EditError] = []
+        self.whole = False
+        self.applied = 0
+        self.count = 0  # edits taken
+
+    def copy(self) -> _FileBuild:
+        """An independent copy (the editor's lines and origins copied; the rest is
+        replaced, not changed in place, when edits are added)."""
+        twin = copy.copy(self)
+        twin.ed = copy.copy(self.ed)
+        twin.ed.lines = list(self.ed.lines)
+        twin.ed.origin = list(self.ed.origin)
+        twin.errors, twin.skipped = list(self.errors), list(self.skipped)
+        return twin
+
+    def more(self, edits: list[Edit]) -> None:
+        rel, ed = self.rel, self.ed
+        for e in edits:
+            self.count += 1
+            e = _unwrap_empty_search(e)
+            if not self.exists and not ed.lines and e.search.strip() and e.kind != "whole_file":
+                self.errors.append(_missing_file_error(rel))
+                continue
+            if e.kind == "whole_file":
+                lazy = placeholder_line(split_lines(e.replace))
+                if lazy is not None and elided_line([], split_lines(e.replace)) is None:
+                    self.errors.append(EditError(rel, f"{rel}: the whole-file block only holds a "
+                                                      f"placeholder ({lazy!r}), not the file's "
+                                                      f"content; not applied"))
+                    continue
+                self.whole = self.whole or bool(self.old.strip())
+            try:
+                ed.apply(e)
+                self.applied += 1
+            except AlreadyApplied as exc:
+                self.skipped.append(EditError(rel, str(exc)))
+            except MatchError as exc:
+                self.errors.append(EditError(rel, str(exc)))
+
+    def result(self, fp: str) -> tuple[FileProposal | None, list[EditError]]:
+        rel, old, ed = self.rel, self.old, self.ed
+        if self.errors:
+            errors = list(self.errors)
+            if self.applied:
+                errors.append(EditError(rel, f"{rel}: the other {self.applied} edit(s) to this file "
+                                             f"are not applied either: a file gets all the "
+                                             f"edits of an answer or none"))
+            return None, errors + self.skipped
+        new = ed.text()
+        if new == old:
+            return None, list(self.skipped)
+        hunks = make_hunks_tracked(rel, old, new, ed.origin)
+        heavy = deletion_heavy(old, new, hunks) if self.whole and self.exists else None
+        own_final = old.endswith("\n") if old else True
+        decided = ed.final_newline if ed.final_newline != own_final else None
+        return FileProposal(rel, old, new, hunks, not self.exists, fp, heavy, decided), list(self.skipped)
+
+
 def _build_file(rel: str, old: str, fp: str, exists: bool, edits: list[Edit],
                 shifts: frozenset[int] | None = None
                 ) -> tuple[FileProposal | None, list[EditError]]:
@@ -487,46 +557,9 @@ def _build_file(rel: str, old: str, fp: str, exists: bool, edits: list[Edit],
     function and its callers, an import and its use); writing some of them leaves a
     half-edited file the model never proposed.  An edit that looks applied already or
     is a no-op does not count as refused."""
-    errors: list[EditError] = []
-    skipped: list[EditError] = []
-    ed = FileEditor(rel, old, shifted_answer=shifts is None or bool(shifts),
-                    shift=next(iter(shifts)) if shifts and len(shifts) == 1 else None)
-    whole = False
-    applied = 0
-    for e in edits:
-        e = _unwrap_empty_search(e)
-        if not exists and not ed.lines and e.search.strip() and e.kind != "whole_file":
-            errors.append(_missing_file_error(rel))
-            continue
-        if e.kind == "whole_file":
-            lazy = placeholder_line(split_lines(e.replace))
-            if lazy is not None and elided_line([], split_lines(e.replace)) is None:
-                errors.append(EditError(rel, f"{rel}: the whole-file block only holds a "
-                                             f"placeholder ({lazy!r}), not the file's "
-                                             f"content; not applied"))
-                continue
-            whole = whole or bool(old.strip())
-        try:
-            ed.apply(e)
-            applied += 1
-        except AlreadyApplied as exc:
-            skipped.append(EditError(rel, str(exc)))
-        except MatchError as exc:
-            errors.append(EditError(rel, str(exc)))
-    if errors:
-        if applied:
-            errors.append(EditError(rel, f"{rel}: the other {applied} edit(s) to this file "
-                                         f"are not applied either: a file gets all the "
-                                         f"edits of an answer or none"))
-        return None, errors + skipped
-    new = ed.text()
-    if new == old:
-        return None, skipped
-    hunks = make_hunks_tracked(rel, old, new, ed.origin)
-    heavy = deletion_heavy(old, new, hunks) if whole and exists else None
-    own_final = old.endswith("\n") if old else True
-    decided = ed.final_newline if ed.final_newline != own_final else None
-    return FileProposal(rel, old, new, hunks, not exists, fp, heavy, decided), skipped
+    build = _FileBuild(rel, old, exists, shifts)
+    build.more(edits)
+    return build.result(fp)
 
 
 class ProposalBuilder:
@@ -538,6 +571,9 @@ class ProposalBuilder:
         self._rel: dict[str, str | WorkspaceError] = {}
         self._cache: dict[str, tuple[tuple[tuple[Edit, ...], frozenset[int]], str,
                                      FileProposal | None, list[EditError]]] = {}
+        # per file: its edits so far applied (against which text, with which shifts), so a
+        # file that got one more block applies only that block
+        self._builds: dict[str, tuple[tuple[Edit, ...], frozenset[int], str, _FileBuild]] = {}
         self._shift_cache: dict[str, tuple[tuple[tuple[Edit, ...], str],
                                            frozenset[int]]] = {}
 
@@ -595,12 +631,29 @@ class ProposalBuilder:
             if hit is not None and hit[0] == key and hit[1] == fp:
                 fprop, errs = hit[2], hit[3]
             else:
-                fprop, errs = _build_file(rel, old, fp, exists, by_path[rel], shifted)
+                fprop, errs = self._resumed(rel, old, fp, exists, by_path[rel], shifted)
                 self._cache[rel] = (key, fp, fprop, errs)
             errors.extend(errs)
             if fprop is not None:
                 files.append(fprop)
         return Proposal(files, errors)
+
+
+    def _resumed(self, rel: str, old: str, fp: str, exists: bool, edits: list[Edit],
+                 shifted: frozenset[int]) -> tuple[FileProposal | None, list[EditError]]:
+        """`_build_file`, resuming from the file's earlier build when its edits then are
+        the first of its edits now (same text on disk, same shifts): blocks already
+        matched are not matched again."""
+        done = self._builds.get(rel)
+        if (done is not None and done[1] == shifted and done[2] == fp
+                and len(done[0]) <= len(edits) and done[0] == tuple(edits[:len(done[0])])):
+            build = done[3].copy()
+            build.more(edits[len(done[0]):])
+        else:
+            build = _FileBuild(rel, old, exists, shifted)
+            build.more(edits)
+        self._builds[rel] = (tuple(edits), shifted, fp, build)
+        return build.result(fp)
 
 
 def build_proposal(ws: Workspace, edits: list[Edit]) -> Proposal:
