@@ -116,6 +116,7 @@ class SparkApp(App):
         self._rebuilding = False
         self._rebuilding_run: AnswerRun | None = None  # the answer the rebuild in flight is for
         self._final_rebuilt: AnswerRun | None = None  # its last pass was built after it finished
+        self._diffed_final: AnswerRun | None = None  # a pass diffed it after it finished
         self._stop_watch = asyncio.Event()
         self._offered: tuple[str, list[str]] | None = None
         self._pending_redirects: list[str] = []
@@ -507,15 +508,19 @@ class SparkApp(App):
         self._paint()
         if run.error:
             self.notify(f"stream failed: {run.error}", severity="error", timeout=8)
-        profile = self._profile_info(run.profile)
-        await asyncio.to_thread(self.station.answer_finished, run, self.review, chip=profile.get("chip"),
-                                model=profile.get("model"), timing_recorded=timing_recorded)
-        self._update_context_meter()
+        review = self.review
+        self.station.fold_answer(run, review)  # memory only: the counters the status bar shows
         if run is self.answer:
             self._after_stream(run)
+        self._update_context_meter()
         # now: its checks (a parse and a ruff run per file) took turns for the GIL and the
         # CPU with the review, the draw and the record the last token waits for
         self.verify.proposal_changed(run)
+        # the record (disk) once the answer is on screen: it took 15-100 ms and a thread
+        # hop between the last review and "settled"
+        profile = self._profile_info(run.profile)
+        await asyncio.to_thread(self.station.record_answer, run, review, chip=profile.get("chip"),
+                                model=profile.get("model"), timing_recorded=timing_recorded)
 
     def _transcript(self, run: AnswerRun) -> Text:
         """The prompt, where the answer came from, and every steer, as the user sent them."""
@@ -590,6 +595,11 @@ class SparkApp(App):
         if run is None:
             return
         waited = self._rebuilding
+        if final and waited and self._rebuilding_run is run and self._diffed_final is not run:
+            # the pass in flight diffed the answer before its end: its review is of a state
+            # nobody will see (it took 250-400 ms after the last token). It gives way at its
+            # next file (`stale`), and its loop diffs, reviews and draws the final state.
+            self._rebuild_needed = True
         while self._rebuilding:
             await asyncio.sleep(FRAME_S)
         if waited and run is self.answer and self._rebuilding_run is run and not self._rebuild_needed and \
@@ -611,6 +621,8 @@ class SparkApp(App):
                 self._rebuild_needed = False
                 self._final_rebuilt = None
                 built_final = await asyncio.to_thread(rebuild)
+                if built_final:
+                    self._diffed_final = run
                 if not built_final:  # the final one is verified once shown (_finish_answer)
                     self.verify.proposal_changed(run)
                 if run is self.answer:  # the hunks as matched now (new ones mounted, the rest

@@ -285,9 +285,13 @@ async def test_race_from_the_app_loads_the_taken_answer_with_its_timing(demo_roo
         assert app.answer.origin == "taken from spark" and app.answer.hunks
         status = app.query_one("#status")
         assert status.tokens > 0 and status.ttft_ms is not None
-        events = [json.loads(line) for line in app.station.recorder.path.read_text().splitlines()]
-        assert any(e["type"] == "prompt" and e.get("kind") == "race" for e in events)
-        assert any(e["type"] == "answer_done" and e.get("profile") == "spark" for e in events)
+        def events() -> list[dict]:
+            return [json.loads(line) for line in app.station.recorder.path.read_text().splitlines()]
+
+        # the record follows the screen (written once the answer is shown as settled)
+        await wait_for(pilot, lambda: any(e["type"] == "answer_done" for e in events()), what="the record")
+        assert any(e["type"] == "prompt" and e.get("kind") == "race" for e in events())
+        assert any(e["type"] == "answer_done" and e.get("profile") == "spark" for e in events())
 
 
 async def test_a_plain_folder_without_git_accepts_and_undoes_through_the_journal(tmp_path, monkeypatch):
