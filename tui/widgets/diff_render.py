@@ -6,7 +6,10 @@ import threading
 from collections import OrderedDict
 from functools import lru_cache
 
-from rich.syntax import Syntax
+from pygments.lexer import Lexer
+from pygments.lexers import get_lexer_by_name
+from pygments.util import ClassNotFound
+from rich.syntax import Syntax, SyntaxTheme
 from rich.text import Text
 from textual._context import active_app
 from textual.content import Content
@@ -41,12 +44,35 @@ def _lexer_for(path: str) -> str:
     return lexer or "text"
 
 
+@lru_cache(maxsize=64)
+def _lexer(name: str) -> Lexer | str:
+    """One lexer per language, made as Syntax makes it from a name (`Syntax.lexer`): given
+    a name, each Syntax looked the lexer up and built a new one (~1 ms per hunk, and per
+    line of the block being written, on the UI thread). Lexers keep no state between
+    get_tokens calls, so threads may share one."""
+    try:
+        return get_lexer_by_name(name, stripnl=False, ensurenl=True, tabsize=4)
+    except ClassNotFound:
+        return name  # Syntax falls back to plain text, as before
+
+
+@lru_cache(maxsize=16)
+def _theme(name: str) -> SyntaxTheme:
+    """One theme object per name: Syntax built one per instance, and its per-token style
+    cache started empty each time."""
+    return Syntax.get_theme(name)
+
+
+def _syntax(code: str, lexer: str, theme: str) -> Syntax:
+    return Syntax(code, _lexer(lexer), theme=_theme(theme), tab_size=4)
+
+
 def highlight_lines(path: str, lines: list[str], theme: str = "monokai") -> list[Text]:
     """Syntax-highlight `lines` as the file's language; one Text per line."""
     if not lines:
         return []
     code = "\n".join(line.rstrip("\n") for line in lines)
-    highlighted = Syntax(code, _lexer_for(path), theme=theme).highlight(code)
+    highlighted = _syntax(code, _lexer_for(path), theme).highlight(code)
     highlighted.rstrip()
     parts = highlighted.split("\n", allow_blank=True)
     while len(parts) < len(lines):
@@ -56,7 +82,7 @@ def highlight_lines(path: str, lines: list[str], theme: str = "monokai") -> list
 
 @lru_cache(maxsize=8192)
 def _highlight_line(lexer: str, line: str, theme: str) -> Text:
-    highlighted = Syntax(line, lexer, theme=theme).highlight(line)
+    highlighted = _syntax(line, lexer, theme).highlight(line)
     highlighted.rstrip()
     return highlighted
 
