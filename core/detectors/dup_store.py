@@ -117,6 +117,30 @@ def _take_csr(offsets: np.ndarray, flat: np.ndarray, rows: np.ndarray) -> tuple[
     return new_off, flat[idx]
 
 
+def _concat_popped(parts: list[dict[str, np.ndarray]], name: str) -> np.ndarray:
+    """The parts' `name` columns end to end, each popped from its part. The first part's
+    array is grown in place when it is the only reference to memory it owns (a table's
+    own column, not a snapshot's mapped view): realloc moves a large block's pages
+    (mremap) instead of copying them, so a freeze does not hold the old and the new
+    k-gram column at once (~70 MB each at the last freeze of a 20,000-file tree)."""
+    first = parts[0].pop(name)
+    rest = [p.pop(name) for p in parts[1:]]
+    if not rest:
+        return first
+    n0 = len(first)
+    try:
+        if not first.flags.owndata:
+            raise ValueError("a view")
+        first.resize((n0 + sum(len(r) for r in rest), *first.shape[1:]), refcheck=True)
+    except ValueError:  # shared or not its own: an ordinary copy
+        return np.concatenate([first, *rest])
+    at = n0
+    for r in rest:
+        first[at:at + len(r)] = r
+        at += len(r)
+    return first
+
+
 _COLUMNS = ("file_of", "line", "tokens", "indexed", "keys",
             "sym_off", "sym", "roles_off", "roles", "feat_off", "feat",
             "anch_off", "anch", "lex_off", "lex")
@@ -199,7 +223,7 @@ class UnitTable:
         table's memory goes column by column instead of after the whole copy."""
         arrays: dict[str, np.ndarray] = {}
         for name in ("file_of", "line", "tokens", "indexed", "keys"):
-            arrays[name] = np.concatenate([p.pop(name) for p in parts])
+            arrays[name] = _concat_popped(parts, name)
         for off, flat in (("sym_off", "sym"), ("roles_off", "roles"), ("feat_off", "feat"),
                           ("anch_off", "anch"), ("lex_off", "lex")):
             offsets = [np.zeros(1, np.int64)]
@@ -208,7 +232,7 @@ class UnitTable:
                 offsets.append(p[off][1:] + base)
                 base += int(p.pop(off)[-1])
             arrays[off] = np.concatenate(offsets)
-            arrays[flat] = np.concatenate([p.pop(flat) for p in parts])
+            arrays[flat] = _concat_popped(parts, flat)
         return cls(paths, arrays)
 
     def with_lookups(self) -> UnitTable:
