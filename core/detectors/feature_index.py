@@ -79,7 +79,8 @@ class FeatureIndex:
         self._delta_count = 0
         self._delta_sizes = {}
 
-    def freeze_rows(self, feat: np.ndarray, feat_off: np.ndarray, indexed: np.ndarray) -> None:
+    def freeze_rows(self, feat: np.ndarray, feat_off: np.ndarray, indexed: np.ndarray, *,
+                    slice_features: int = 1 << 18) -> None:
         """`freeze` from a table's CSR rows: row uid's features are feat[feat_off[uid]:
         feat_off[uid + 1]], only rows flagged `indexed` are indexed. The same arrays as
         `freeze_flat`, sorted in slices by the keys' top byte so the temporaries stay a
@@ -87,7 +88,8 @@ class FeatureIndex:
         ~350 MB on top of the table). The slices are runs of top-byte values of about
         equal feature counts: k-gram frequencies are skewed (one 4-gram is in every
         function), and 16 fixed slices by the top 4 bits left one slice with 18 % of the
-        features (~70 MB of temporaries, the peak of a 20k first launch)."""
+        features (~70 MB of temporaries, the peak of a 20k first launch). A slice holds
+        about max(1/32 of the features, `slice_features`) unless one top byte has more."""
         n = len(indexed)
         lens = np.diff(feat_off) * indexed
         total = int(lens.sum())
@@ -102,7 +104,7 @@ class FeatureIndex:
         at = 0
         # (a key's top byte is its own: slices of top-byte values never share a key, so
         # the slices sorted one by one, in order, are the whole sort)
-        for lo, hi in _runs(counts, max(len(feat) // 32, 1 << 18)):
+        for lo, hi in _runs(counts, max(len(feat) // 32, slice_features)):
             sel = np.flatnonzero((top - np.uint8(lo)) < hi - lo)  # lo <= top < hi (uint8 wraps)
             rows = (np.searchsorted(feat_off, sel, side="right") - 1).astype(np.int32)
             live = indexed[rows]

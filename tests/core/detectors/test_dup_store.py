@@ -178,10 +178,14 @@ def test_a_bad_snapshot_is_refused(tmp_path: Path, damage: str) -> None:
 
 
 @settings(max_examples=40, deadline=None)
-@given(rows=st.lists(st.tuples(st.sets(st.integers(0, 2**64 - 1) | st.integers(0, 40), max_size=30),
-                               st.booleans()), max_size=30))
-def test_freezing_table_rows_gives_the_arrays_of_a_plain_freeze(rows: list[tuple[set[int], bool]]) -> None:
-    """FeatureIndex.freeze_rows (16 slices by top bits, from CSR rows) == freeze (one sort)."""
+@given(rows=st.lists(st.tuples(st.sets(st.integers(0, 2**64 - 1) | st.integers(0, 40)
+                                       | st.sampled_from([2**63 + 5, 2**63 + 9, 2**56 * 7 + 1]), max_size=30),
+                               st.booleans()), max_size=30),
+       slice_features=st.sampled_from([1, 3, 1 << 18]))
+def test_freezing_table_rows_gives_the_arrays_of_a_plain_freeze(rows: list[tuple[set[int], bool]],
+                                                                 slice_features: int) -> None:
+    """FeatureIndex.freeze_rows (slices by top byte, from CSR rows) == freeze (one sort),
+    whatever the slices' size (1: a slice per top byte in use; 1 << 18: one slice here)."""
     from core.detectors.feature_index import FeatureIndex
 
     feats = [np.array(sorted(keys), dtype=np.uint64) for keys, _ in rows]
@@ -191,9 +195,30 @@ def test_freezing_table_rows_gives_the_arrays_of_a_plain_freeze(rows: list[tuple
     indexed = np.array([flag for _, flag in rows], dtype=np.bool_)
     plain, sliced = FeatureIndex(), FeatureIndex()
     plain.freeze((uid, f) for uid, f in enumerate(feats) if indexed[uid])
-    sliced.freeze_rows(flat.astype(np.uint64), offsets, indexed)
+    sliced.freeze_rows(flat.astype(np.uint64), offsets, indexed, slice_features=slice_features)
     a, b = plain.arrays(), sliced.arrays()
     for name in ("keys", "offsets", "postings"):
         assert a[name].tolist() == b[name].tolist(), name
     live = [uid for uid in range(len(rows)) if indexed[uid] and len(feats[uid])]
     assert [int(a["sizes"][u]) for u in live] == [int(b["sizes"][u]) for u in live]
+
+
+@given(sizes=st.lists(st.integers(0, 50), min_size=1, max_size=4), shared=st.booleans(), width=st.sampled_from([0, 3]))
+def test_a_freeze_grows_columns_in_place_only_when_nothing_else_holds_them(sizes: list[int], shared: bool,
+                                                                          width: int) -> None:
+    """dup_store._concat_popped == np.concatenate; an array someone else still holds (a
+    query's view of the old table) is copied, never resized under them."""
+    from core.detectors.dup_store import _concat_popped
+
+    rng = np.random.default_rng(sum(sizes))
+    shape = (lambda n: (n, width)) if width else (lambda n: (n,))
+    arrays = [rng.integers(0, 1000, size=shape(n)).astype(np.int64) for n in sizes]
+    expected = np.concatenate(arrays)
+    first_copy = arrays[0].copy()
+    holder = arrays[0] if shared else None
+    parts = [{"c": a} for a in arrays]
+    del arrays
+    out = _concat_popped(parts, "c")
+    assert out.tolist() == expected.tolist() and all("c" not in p for p in parts)
+    if holder is not None:
+        assert holder.tolist() == first_copy.tolist()  # untouched
