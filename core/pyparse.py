@@ -111,6 +111,25 @@ def segments(text: str, summarize: Callable[[ast.Module], T]) -> list[Segment[T]
     (tests/core/test_pyparse_segments.py checks it on real files). A segment's summary is
     remembered by its text: an edited file re-parses only the statements that changed.
     """
+    key = (summarize, text)
+    with _MEMO_LOCK:
+        if key in _CUTS:
+            return _CUTS[key]
+    cut = _cut(text, summarize)
+    with _MEMO_LOCK:
+        _CUTS[key] = cut
+        while len(_CUTS) > CUTS_SIZE:
+            _CUTS.popitem(last=False)
+    return cut
+
+
+# the last texts cut (a review cuts a file's text for its slop, its ruff and its
+# duplicate check): the same list again
+_CUTS: OrderedDict[tuple[Callable[[ast.Module], Any], str], Any] = OrderedDict()
+CUTS_SIZE = 24
+
+
+def _cut(text: str, summarize: Callable[[ast.Module], T]) -> list[Segment[T]] | None:
     if text.count("\r") != text.count("\r\n") or _PARSER_FUTURE.search(text):
         return None
     starts = [m.start() for m in _START.finditer(text) if m.start() < len(text)]

@@ -8,7 +8,7 @@ file is cut into its top-level statements (`pyparse.segments`, remembered by tex
 statements holding added lines are checked once per (text, added rows) and their matches
 kept relative to the statement's first line, so a statement unchanged since any earlier
 pass (only moved) costs nothing. The statements not yet known go to the index in one call,
-each at its own line, the lines between them blank.
+one after the other.
 
 Equal to one whole-file check: a function, its class and its nested functions lie in one
 top-level statement, so each statement's matches are those of the whole check there
@@ -84,23 +84,24 @@ class StatementChecks:
 
     def _check_missing(self, path: str, todo: list[tuple[pyparse.Segment, tuple[int, ...]]]
                        ) -> dict[int, tuple[Any, ...]]:
-        """One check of the statements not known yet, each at its own line (the lines of
-        the others blank), its matches split back to them, relative, and remembered."""
-        total = max(seg.last for seg, _ in todo)
-        lines = [""] * total
+        """One check of the statements not known yet, one after the other (each parses
+        alone, so together they parse as in the file), its matches split back to them,
+        relative, and remembered."""
+        parts: list[str] = []
+        starts: list[int] = []  # each statement's first line in the text checked
         asked: list[int] = []
+        line = 1
         for seg, rel in todo:
-            part = seg.text.split("\n")
-            if seg.text.endswith("\n"):
-                part.pop()
-            lines[seg.first - 1:seg.first - 1 + len(part)] = part
-            asked.extend(seg.first + r for r in rel)
-        found = self.check("\n".join(lines[:total]) + "\n", path, lines=asked)
-        firsts = [seg.first for seg, _ in todo]
+            text = seg.text if seg.text.endswith("\n") else seg.text + "\n"
+            parts.append(text)
+            starts.append(line)
+            asked.extend(line + r for r in rel)
+            line += text.count("\n")
+        found = self.check("".join(parts), path, lines=asked)
         per: dict[int, list[Any]] = {n: [] for n in range(len(todo))}
         for match in found:
-            n = max(0, bisect.bisect_right(firsts, match.new_line) - 1)
-            per[n].append(dataclasses.replace(match, new_line=match.new_line - firsts[n] + 1))
+            n = max(0, bisect.bisect_right(starts, match.new_line) - 1)
+            per[n].append(dataclasses.replace(match, new_line=match.new_line - starts[n] + 1))
         out = {n: tuple(ms) for n, ms in per.items()}
         with self._lock:
             for n, (seg, rel) in enumerate(todo):

@@ -452,6 +452,13 @@ class Workstation:
             wanted = {id(job) for job in slop.values() if job is not None}
             obsolete = [jobs.pop(key) for key in [k for k, job in jobs.items() if id(job) not in wanted]]
         self._drop_slop_jobs(obsolete)
+        if run.finished:  # no newer state will come: every in-thread slop's ruff starts now
+            from core.detectors.slop import prefetch
+
+            for i in todo:
+                if slop.get(i) is None:
+                    fp = proposal.files[i]
+                    prefetch(fp.path, fp.new_text, set(_added_lines(_new_ranges(fp))))
         checks: dict[int, Future | None] = {}
         memo = self._statement_checks(run.request_id)
         for n, i in enumerate(todo):

@@ -327,6 +327,7 @@ def _string_lines(tree: ast.Module | None, lines: list[str] | None = None) -> se
 
 
 _STRING_ROWS: dict[tuple[str, int], tuple[int, ...]] = {}
+_RULE_LOCK = threading.Lock()  # the memos below (the slop worker's threads share them)
 
 
 class Elided(ast.Pass):
@@ -382,7 +383,25 @@ _IMPORT_LINE = re.compile(r"^\s*(?:import|from)\s", re.MULTILINE)
 _SCOPE_LINE = re.compile(r"^\s*(?:global|nonlocal)\s", re.MULTILINE)
 
 
+_RUFF_TEXTS: OrderedDict[tuple[str, frozenset[int]], str] = OrderedDict()
+
+
 def ruff_text(text: str, added: set[int]) -> str:
+    """`_ruff_text`, remembered for the last few (the review starts ruff for a file
+    before its analysis, which asks again)."""
+    key = (text, frozenset(added))
+    with _RULE_LOCK:
+        hit = _RUFF_TEXTS.get(key)
+    if hit is None:
+        hit = _ruff_text(text, added)
+        with _RULE_LOCK:
+            _RUFF_TEXTS[key] = hit
+            while len(_RUFF_TEXTS) > 16:
+                _RUFF_TEXTS.popitem(last=False)
+    return hit
+
+
+def _ruff_text(text: str, added: set[int]) -> str:
     """What ruff needs to see of the file for its findings on the added lines: the
     top-level statements holding added lines and all module-level code that is not a def
     or class, at their own lines; every other def or class is one line that binds its
@@ -399,6 +418,7 @@ def ruff_text(text: str, added: set[int]) -> str:
     if segs is None or _FILE_DIRECTIVE.search(text):
         return text
     rows = sorted(added)
+    scoping = sorted(text.count("\n", 0, m.start()) + 1 for m in _SCOPE_LINE.finditer(text))
     out: list[str] = []
     for seg in segs:
         lines = seg.text.split("\n")
@@ -411,7 +431,8 @@ def ruff_text(text: str, added: set[int]) -> str:
         if hot or any(stub is None for *_, stub in seg.summary):
             out.extend(lines)
             continue
-        if _SCOPE_LINE.search(seg.text):
+        j = bisect.bisect_left(scoping, seg.first)
+        if j < len(scoping) and scoping[j] <= seg.last:  # a left-out def binds a global
             return text
         kept = [""] * len(lines)
         for first, _last, _rows, stub in seg.summary:
@@ -423,8 +444,9 @@ def ruff_text(text: str, added: set[int]) -> str:
 
 def partial_tree(text: str, added: set[int]) -> PartialModule | None:
     """The file's tree for a scoped run over `added`, parsing only the segments (top-level
-    statements, `pyparse.segments`) that hold an added line and the one before each (a
-    loop's list may be built by the statement before it); the others come from their
+    statements, `pyparse.segments`) that hold an added line, and the one before such a
+    segment that starts with a `for` loop (its list may be built just before it:
+    comprehension_fix); the others come from their
     remembered summaries as `Elided`. None when the file does not cut into segments
     (parse it whole: same findings, tests/core/detectors/test_slop_scope.py)."""
     segs = pyparse.segments(text, _summary)
@@ -437,14 +459,17 @@ def partial_tree(text: str, added: set[int]) -> PartialModule | None:
         return i < len(rows) and rows[i] <= seg.last
 
     hot = [touched(seg) for seg in segs]
+    parsed = {k: seg.parse().body for k, seg in enumerate(segs) if hot[k]}
+    for k in [k for k, statements in parsed.items() if statements and isinstance(statements[0], ast.For)]:
+        if k and k - 1 not in parsed:  # a module-level loop's list is built just before it
+            parsed[k - 1] = segs[k - 1].parse().body
     body: list[ast.stmt] = []
     held: list[tuple[int, str, list[ast.stmt]]] = []
     for k, seg in enumerate(segs):
-        if hot[k] or (k + 1 < len(segs) and hot[k + 1]):
-            statements = seg.parse().body
-            body.extend(statements)
+        if k in parsed:
+            body.extend(parsed[k])
             if hot[k]:
-                held.append((seg.first, seg.text, statements))
+                held.append((seg.first, seg.text, parsed[k]))
             continue
         for first, last, strings, _stub in seg.summary:
             node = Elided(lineno=seg.first + first - 1, end_lineno=seg.first + last - 1,
@@ -459,7 +484,6 @@ def partial_tree(text: str, added: set[int]) -> PartialModule | None:
 
 _RULE_MEMO: OrderedDict[tuple[str, str], tuple[RawFinding, ...]] = OrderedDict()
 _RULE_MEMO_SIZE = 8192
-_RULE_LOCK = threading.Lock()
 
 
 def _moved(f: RawFinding, by: int) -> RawFinding:
@@ -673,13 +697,36 @@ class Scope:
         return ast.Module(body=self.statements, type_ignores=[])
 
 
+_COMMENTS: OrderedDict[str, tuple[tuple[int, str], ...] | None] = OrderedDict()
+
+
+def _region_comments(chunk: str, first: int) -> list[tuple[int, str]]:
+    """`_comment_rows(chunk, first)`, remembered by the chunk's text (a statement
+    unchanged since an earlier version of the file is not tokenized again)."""
+    with _RULE_LOCK:
+        seen = chunk in _COMMENTS
+        known = _COMMENTS.get(chunk)
+    if not seen:
+        try:
+            known = tuple(_comment_rows(chunk))
+        except (tokenize.TokenError, SyntaxError, IndentationError):
+            known = None
+        with _RULE_LOCK:
+            _COMMENTS[chunk] = known
+            while len(_COMMENTS) > _RULE_MEMO_SIZE:
+                _COMMENTS.popitem(last=False)
+    if known is None:
+        raise tokenize.TokenError("the region does not tokenize alone")
+    return [(row + first - 1, comment) for row, comment in known]
+
+
 def _restating_in(text: str, tree: ast.Module, scope: Scope) -> Iterable[RawFinding]:
     lines = text.split("\n")
     comments: list[tuple[int, str]] = []
     try:
         for first, last in scope.regions:
             chunk = "\n".join(lines[first - 1 : last]) + "\n"
-            comments += _comment_rows(chunk, first)
+            comments += _region_comments(chunk, first)
     except (tokenize.TokenError, SyntaxError, IndentationError):
         return list(restating_comments(text, tree))  # a region that does not stand alone
     return _restating(lines, comments)

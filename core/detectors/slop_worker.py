@@ -283,8 +283,8 @@ def serve(conn: Connection) -> None:
         if job in dropped:
             dropped.discard(job)
             continue
-        following = next((msg for msg in queue if msg[1] not in dropped), None)
-        if following is not None:  # its ruff process runs while this job's rules run
+        # the next jobs' ruff processes run while this job's rules run (the pool runs two)
+        for following in [msg for msg in queue if msg[1] not in dropped][:2]:
             prefetch(following[2], following[3], set(following[4]))
         try:
             report = analyze_change(path, new_text, new_text, added=set(added))

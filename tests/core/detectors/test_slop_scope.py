@@ -222,7 +222,13 @@ def test_partial_tree_parses_only_the_statements_near_added_lines() -> None:
     tree = slop_rules.partial_tree(CLASSY, {row("return store.names")})
     assert tree is not None
     real = [type(node).__name__ for node in tree.body if not isinstance(node, slop_rules.Elided)]
-    # the edited function and the statement before it (a loop's list may be built there)
-    assert real == ["ClassDef", "FunctionDef"]
+    assert real == ["FunctionDef"]  # only the edited function
     assert len(tree.body) == len(ast.parse(CLASSY).body)
     assert ast.dump(tree.complete()) == ast.dump(ast.parse(CLASSY))
+    loop = "import os\n\nnames = []\nfor n in os.listdir():\n    names.append(n)\n\n\ndef f():\n    pass\n"
+    tree = slop_rules.partial_tree(loop, {5})
+    assert tree is not None
+    real = [type(node).__name__ for node in tree.body if not isinstance(node, slop_rules.Elided)]
+    assert real == ["Assign", "For"]  # a module-level loop: its list is built just before it
+    report = slop._analyze("loop.py", loop, {4, 5}, scoped=True)
+    assert report.findings == slop._analyze("loop.py", loop, {4, 5}, scoped=False).findings
