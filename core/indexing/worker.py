@@ -43,10 +43,8 @@ import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from core.context import tags as tagmod
-from core.context.repomap import MAX_SCAN_BYTES, FileFacts, MapGraph, RefVocab, build_graph
 from core.detectors.dup_store import SnapshotError
 from core.detectors.duplicates import DuplicateIndex, iter_python_files
 from core.detectors.normalize import FunctionUnit
@@ -59,6 +57,11 @@ from core.indexing.cache import (
     content_hash,
 )
 from core.indexing.treestate import TreeState, tree_state
+
+if TYPE_CHECKING:  # the map's modules (~50 ms of imports) load on first use: a second
+    # launch's child has its duplicate index ready before it needs them
+    from core.context import tags as tagmod
+    from core.context.repomap import FileFacts, MapGraph, RefVocab
 
 PROGRESS_EVERY_S = 0.25
 FIRST_MAP_AFTER_S = 0.3  # a partial map goes out this soon, then at doubling file counts
@@ -87,7 +90,7 @@ class Indexer:
         self._opener: threading.Thread | None = None
         self._opening = use_cache  # not opened (or begun) yet
         self._preloaded: dict[str, str] | SnapshotError | None = None  # see preload_dups
-        self.vocab = RefVocab()
+        self.vocab: RefVocab | None = None  # made with the first scan
         self.facts: dict[str, FileFacts] = {}
         self.stamps: dict[str, tuple[int, int]] = {}
         self.dups = DuplicateIndex(self.root)
@@ -215,6 +218,8 @@ class Indexer:
             self.send("map", None, total, total, True)
             self.facts_complete = False
             return
+        from core.context.repomap import MapGraph, build_graph
+
         if self.cache is not None:
             graph = self.cache.snapshot("map", key)
             if isinstance(graph, MapGraph):
@@ -225,13 +230,20 @@ class Indexer:
         self.stamps = map_stamps(self.root, self.files)
         total = len(self.stamps)
         self._scan_all_tags()
-        graph = build_graph(self.facts, self.vocab, exact=True)
+        graph = build_graph(self.facts, self._vocab(), exact=True)
         self.send("map", graph, len(self.facts), total, True)
         self._graph = graph
         if self.cache is not None:
             self.cache.forget_missing(set(self.stamps) | set(self._python_files()))
             self.cache.commit()
             self.cache.store_snapshot("map", key, graph)
+
+    def _vocab(self) -> RefVocab:
+        if self.vocab is None:
+            from core.context.repomap import RefVocab
+
+            self.vocab = RefVocab()
+        return self.vocab
 
     def _release_map_scans(self) -> None:
         """Let the map's per-file scans go before the duplicate index is built: they are in
@@ -241,7 +253,7 @@ class Indexer:
         from the map snapshot."""
         if self.cache is None or not self.facts_complete:
             return  # without a cache the scans would have to be parsed again
-        self.facts, self.vocab, self.stamps, self._graph = {}, RefVocab(), {}, None
+        self.facts, self.vocab, self.stamps, self._graph = {}, None, {}, None
         self.facts_complete = False
 
     def store_map_snapshot(self) -> None:
@@ -276,6 +288,8 @@ class Indexer:
     def _scan_all_tags(self, *, partial: bool = True) -> None:
         """Every source file's facts, from the cache where it is current; with `partial`,
         partial maps go to the app while this runs (not when it already has a full one)."""
+        from core.context.repomap import build_graph
+
         total = len(self.stamps)
         cached = self._cached("tags")
         started = time.perf_counter()
@@ -285,7 +299,7 @@ class Indexer:
             self._scan_tags(rel, cached.pop(rel, None))
             now = time.perf_counter()
             if partial and now >= next_send and done >= next_count and done < total:
-                self.send("map", build_graph(self.facts, self.vocab, exact=True), len(self.facts), total, False)
+                self.send("map", build_graph(self.facts, self._vocab(), exact=True), len(self.facts), total, False)
                 next_count = max(256, done * 2)
                 next_send = time.perf_counter() + PARTIAL_MAP_GAP_S
             self.serve_pending()
@@ -300,6 +314,9 @@ class Indexer:
 
     def _scan_tags(self, rel: str, cached: tuple[Stamp, Any] | None) -> bool:
         """Bring one file's facts up to date; True when they changed."""
+        from core.context import tags as tagmod
+        from core.context.repomap import FileFacts
+
         lang = tagmod.language_for(rel)
         stamp = self.stamps.get(rel)
         if lang is None or stamp is None:
@@ -307,7 +324,7 @@ class Indexer:
         if cached is not None and (cached[0].mtime_ns, cached[0].size) == stamp:
             tags = _tags_from_cache(cached[1], lang)
             if tags is not None:
-                self.facts[rel] = FileFacts.of(tags, self.vocab)
+                self.facts[rel] = FileFacts.of(tags, self._vocab())
                 return True
         data = _read(self.root / rel, stamp[1])
         if data is None:
@@ -316,7 +333,7 @@ class Indexer:
         if cached is not None and cached[0].digest == digest:
             tags = _tags_from_cache(cached[1], lang)
             if tags is not None:
-                self.facts[rel] = FileFacts.of(tags, self.vocab)
+                self.facts[rel] = FileFacts.of(tags, self._vocab())
                 if self.cache is not None:
                     self.cache.touch(rel, Stamp(stamp[0], stamp[1], digest))
                 return True
@@ -324,7 +341,7 @@ class Indexer:
             tags = _exact_tags(lang, data)
         except Exception:  # noqa: BLE001 -- a grammar that fails must not take the map down
             return self.facts.pop(rel, None) is not None
-        self.facts[rel] = FileFacts.of(tags, self.vocab)
+        self.facts[rel] = FileFacts.of(tags, self._vocab())
         if self.cache is not None:
             self.cache.put(rel, Stamp(stamp[0], stamp[1], digest), "tags", _tags_to_cache(tags))
         return True
@@ -508,6 +525,9 @@ class Indexer:
 
     # -- file events -----------------------------------------------------------------------
     def on_events(self, events: list[tuple[str, str]]) -> None:
+        from core.context import tags as tagmod
+        from core.context.repomap import build_graph
+
         map_changed = False
         if not self.facts_complete:  # the map came from a snapshot: its scans are needed now
             if not self.stamps:
@@ -536,7 +556,7 @@ class Indexer:
                 else:
                     self.dups.remove_file(rel)
         if map_changed:
-            graph = build_graph(self.facts, self.vocab, exact=True)
+            graph = build_graph(self.facts, self._vocab(), exact=True)
             self.send("map", graph, len(self.facts), len(self.stamps), True)
             self._graph = graph
         if self.cache is not None:
@@ -546,6 +566,8 @@ class Indexer:
 
 def map_stamps(root: Path, files: list[str]) -> dict[str, tuple[int, int]]:
     """(mtime_ns, size) of each file the map reads, keyed by path: the tree key's input."""
+    from core.context import tags as tagmod
+
     stamps: dict[str, tuple[int, int]] = {}
     for rel in files:
         if tagmod.language_for(rel) is None:
@@ -562,6 +584,8 @@ def _exact_tags(lang: str, data: bytes) -> tagmod.FileTags:
     """A file's tags with exact one-line signatures (Python: parsed with `ast` here, once,
     so rendering the map never reads a file on the request path); definitions whose
     header does not parse (a `def` inside a string) are left out, as the map would."""
+    from core.context import tags as tagmod
+
     tags = tagmod.scan_source(lang, data)
     if lang != "python":
         return tags
@@ -570,6 +594,8 @@ def _exact_tags(lang: str, data: bytes) -> tagmod.FileTags:
 
 
 def _read(path: Path, size: int) -> bytes | None:
+    from core.context.repomap import MAX_SCAN_BYTES
+
     if size > MAX_SCAN_BYTES:
         return None
     try:
@@ -585,6 +611,8 @@ def _tags_to_cache(tags: tagmod.FileTags) -> tuple:
 
 
 def _tags_from_cache(obj: Any, lang: str) -> tagmod.FileTags | None:
+    from core.context import tags as tagmod
+
     try:
         cached_lang, defs, refs = obj
         if cached_lang != lang or not isinstance(refs, bytes):
