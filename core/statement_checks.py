@@ -45,6 +45,9 @@ class StatementChecks:
     def __init__(self, check: Check) -> None:
         self.check = check
         self._memo: OrderedDict[tuple[str, str, tuple[int, ...]], tuple[Any, ...]] = OrderedDict()
+        # statements being checked now (a superseded pass's check still runs: the next
+        # pass waits for it rather than queueing the same work behind it at the index)
+        self._running: dict[tuple[str, str, tuple[int, ...]], threading.Event] = {}
         self._lock = threading.Lock()
 
     def matches(self, text: str, path: str, lines: Collection[int]) -> list[Any]:
@@ -60,15 +63,34 @@ class StatementChecks:
             if lo < hi:
                 wanted.append((seg, tuple(r - seg.first for r in rows[lo:hi])))
         known: dict[int, tuple[Any, ...]] = {}
+        waits: dict[int, threading.Event] = {}
+        mine: list[int] = []
         with self._lock:
             for n, (seg, rel) in enumerate(wanted):
-                hit = self._memo.get((path, seg.text, rel))
+                key = (path, seg.text, rel)
+                hit = self._memo.get(key)
                 if hit is not None:
                     known[n] = hit
-        missing = [n for n in range(len(wanted)) if n not in known]
-        if missing:
-            for n, found in self._check_missing(path, [wanted[n] for n in missing]).items():
-                known[missing[n]] = found
+                elif key in self._running:  # another pass asked already: its answer serves
+                    waits[n] = self._running[key]
+                else:
+                    self._running[key] = threading.Event()
+                    mine.append(n)
+        if mine:
+            try:
+                for n, found in self._check_missing(path, [wanted[n] for n in mine]).items():
+                    known[mine[n]] = found
+            finally:
+                with self._lock:
+                    for n in mine:
+                        self._running.pop((path, wanted[n][0].text, wanted[n][1])).set()
+        for n, event in waits.items():
+            event.wait()
+            with self._lock:
+                hit = self._memo.get((path, wanted[n][0].text, wanted[n][1]))
+            if hit is None:  # that check failed: this one asks itself
+                hit = self._check_missing(path, [wanted[n]])[0]
+            known[n] = hit
         out: list[Any] = []
         owners: dict[str, int] = {}
         for n, (seg, _rel) in enumerate(wanted):

@@ -459,16 +459,16 @@ class Workstation:
                 if slop.get(i) is None:
                     fp = proposal.files[i]
                     prefetch(fp.path, fp.new_text, set(_added_lines(_new_ranges(fp))))
-        checks: dict[int, Future | None] = {}
+        # every file's duplicate check starts now too: a pass superseded after its first file
+        # leaves them running, and what they find per statement serves the next passes (at the
+        # last token most statements of every file are known: only the new ones are checked)
         memo = self._statement_checks(run.request_id)
+        checks: dict[int, Future | None] = {i: self._start_dup_check(proposal.files[i], memo) for i in todo}
         for n, i in enumerate(todo):
             if n and stale is not None and stale():  # one file per pass at least: progress
                 raise ReviewSuperseded("a newer rebuild of the answer is waiting")
-            if i not in checks:
-                checks[i] = self._start_dup_check(proposal.files[i], memo)
             if n + 1 < len(todo):
                 ahead = proposal.files[todo[n + 1]]
-                checks[todo[n + 1]] = self._start_dup_check(ahead, memo)
                 if slop.get(todo[n + 1]) is None:  # slop runs in this thread: its ruff starts now
                     from core.detectors.slop import prefetch
 

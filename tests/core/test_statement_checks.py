@@ -84,3 +84,35 @@ def test_a_moved_statement_is_not_checked_again(indexed) -> None:
     again = memo.matches(moved, "new/a.py", {r + 3 for r in rows})
     assert len(calls) == 1  # nothing new to check: every statement only moved
     assert [m.new_line for m in again] == [m.new_line + 3 for m in first]
+
+
+def test_a_statement_asked_twice_at_once_is_checked_once(indexed) -> None:
+    """A superseded pass's check still runs when the next pass asks for the same
+    statements: the second waits for the first's answer instead of asking again."""
+    import threading
+
+    index, files = indexed
+    text = read_text(files[1])
+    started, release = threading.Event(), threading.Event()
+    calls: list[str] = []
+
+    def slow(source: str, path: str | None = None, **kw):
+        calls.append(source)
+        started.set()
+        release.wait(5)
+        return index.check_source(source, path, **kw)
+
+    memo = StatementChecks(slow)
+    rows = set(range(1, text.count("\n") + 1))
+    results: list[list] = []
+    first = threading.Thread(target=lambda: results.append(memo.matches(text, "new/b.py", rows)))
+    first.start()
+    assert started.wait(5)
+    second = threading.Thread(target=lambda: results.append(memo.matches(text, "new/b.py", rows)))
+    second.start()
+    release.set()
+    first.join(5)
+    second.join(5)
+    assert len(calls) == 1
+    assert results[0] == results[1] == sorted(index.check_source(text, "new/b.py", lines=rows),
+                                              key=lambda m: m.new_line)
