@@ -38,8 +38,8 @@ from core.workstation import ReviewSuperseded, Workstation
 from themes import DEFAULT_THEME, register_themes
 from tui.palette import WorkstationCommands
 from tui.screens.help import HelpScreen
-from tui.widgets.diff_render import warm_bodies
-from tui.widgets.diff_view import DiffView
+from tui.widgets.diff_render import warm_bodies, warm_highlighting
+from tui.widgets.diff_view import DiffView, HunkView
 from tui.widgets.prompt_input import PromptInput
 from tui.widgets.side_panel import SidePanel
 from tui.widgets.stable_footer import StableFooter
@@ -270,6 +270,7 @@ class SparkApp(App):
     @work(thread=True, group="index", exit_on_error=False)
     def _build_indexes(self) -> None:
         self.station.build_indexes()
+        warm_highlighting()  # not in the first answer's first frames (see its docstring)
 
     def _start_watch(self) -> None:
         self._watch()
@@ -614,7 +615,7 @@ class SparkApp(App):
                 run.rebuild_proposal()
                 if run is self.answer:  # a finished answer's hunks: recorded here, off the UI
                     self.station.record_hunks_shown(run)  # thread, before any redraw shows them
-                    warm_bodies(run.hunks, run.hunk_context())  # highlighted here too
+                    warm_bodies(run.hunks, run.hunk_context(), HunkView.body_width)  # highlighted here too
                 return finished
 
             while self._rebuild_needed:

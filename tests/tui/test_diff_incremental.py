@@ -152,6 +152,12 @@ async def _compare(sequence: list[Shown]) -> None:
         await pilot.pause()
         assert drawn(incremental) == drawn(fresh)
         assert incremental.current_id == fresh.current_id
+        # each hunk is laid out at its whole content's height (a header change that keeps
+        # the header's height repaints the hunk without a layout pass: HunkView.show)
+        for view in [*incremental.query(HunkView), *fresh.query(HunkView)]:
+            whole = view.content
+            assert isinstance(whole, Content)
+            assert view.size.height == whole.get_height(view.styles, view.content_size.width), view.hunk_id
         total = len(last.hunks)
         for index, (hunk, (hid, plain, spans, _)) in enumerate(zip(last.hunks, drawn(fresh), strict=True), 1):
             # what Static.update draws from the whole Text, converted at once

@@ -147,13 +147,34 @@ def hunk_body(path: str, old_start: int, old_lines: tuple[str, ...], new_lines: 
 _cached_body = lru_cache(maxsize=1024)(hunk_body)
 
 
-def warm_bodies(hunks: list, contexts: dict[str, tuple[list[str], list[str]]]) -> None:
+def warm_bodies(hunks: list, contexts: dict[str, tuple[list[str], list[str]]], width: int = 0) -> None:
     """Highlight and convert the hunks' lines into the cache now: the app calls it from the
     rebuild's worker thread (asyncio.to_thread: the app's context, so the same theme), so
     the UI thread's sync only assembles headers (40 new hunks took the UI thread 200-400 ms
-    under load). `contexts` as DiffView.sync gets them."""
+    under load). `contexts` as DiffView.sync gets them. With the width the hunks' lines are
+    drawn at (HunkView.body_width), their wrapped height is measured here too: the layout
+    pass after a sync measured each new hunk by wrapping all its lines (2-4 ms each, on the
+    UI thread); the content keeps the height for that width (default text rules, as a
+    HunkView has)."""
     for hunk in hunks:
-        body_content(body_key(hunk, contexts.get(hunk.id, ([], []))))
+        content = body_content(body_key(hunk, contexts.get(hunk.id, ([], []))))
+        if width > 0:
+            content.get_height({}, width)
+
+
+_SAMPLE = ['"""A module."""\n', "import os\n", "\n", "@cache\n", "def f(x: int = 1) -> str:\n",
+           "    return f'{x!r}' + \"s\" % (x,)  # note\n", "class C(B):\n", "    pass\n"]
+
+
+def warm_highlighting(paths: tuple[str, ...] = ("x.py",)) -> None:
+    """Highlight a few lines once per language, off the UI thread: the first highlight of a
+    language imports its lexer and compiles its ~100 regexes (30-60 ms, held by one thread
+    at a time), and without this the first answer paid it on the UI thread, in the first
+    frames of its stream (the block being written is highlighted there)."""
+    for path in paths:
+        highlight_lines(path, _SAMPLE)
+        for line in _SAMPLE:
+            _highlight_line(_lexer_for(path), line.rstrip("\n"), "monokai")
 
 
 def body_key(hunk, context: tuple[list[str], list[str]]) -> tuple:

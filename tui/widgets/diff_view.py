@@ -48,6 +48,8 @@ class HunkView(Static):
     HunkView.-current { border-left: wide $accent; background: $boost; }
     """
 
+    body_width = 0  # the width hunks' lines were last laid out at (0: none yet)
+
     def __init__(self, hunk_id: str) -> None:
         super().__init__("")
         self.hunk_id = hunk_id
@@ -55,6 +57,7 @@ class HunkView(Static):
         self._body_key: tuple | None = None
         self._body = Content("")
         self._head = Content("")
+        self._laid_width = 0  # the width the last layout measured this hunk at
 
     def show(self, hunk, state: str, index: int, total: int, badges: str,
              context: tuple[list[str], list[str]] = ([], []), reason: str = "") -> None:
@@ -63,6 +66,7 @@ class HunkView(Static):
         if key == self._key:  # repaint only what changed
             return
         self._key = key
+        old_head, old_body = self._head, self._body
         lines = body_key(hunk, context)
         if lines != self._body_key:  # the lines: highlighted (cached) and converted once
             self._body_key = lines
@@ -70,7 +74,15 @@ class HunkView(Static):
         # the header changes far more often (its number as hunks arrive, its state, its
         # badges): only it is converted again; the same content as render_hunk's Text
         self._head = Content.from_rich_text(hunk_head(hunk, state, index, total, badges, reason))
-        self.update(self._head + self._body)
+        # a header that takes as many lines as before at the width last laid out (a new
+        # number, state or badge; the lines the same) repaints this hunk only: a layout
+        # pass re-arranges every hunk (the review's and the checks' badges after the last
+        # token changed dozens of headers at once)
+        width = self._laid_width
+        rules: Any = self.styles  # as get_content_height measures
+        same_height = self._body is old_body and width > 0 and \
+            self._head.get_height(rules, width) == old_head.get_height(rules, width)
+        self.update(self._head + self._body, layout=not same_height)
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         """The height of head + lines, without wrapping the whole hunk again: each layout
@@ -80,6 +92,8 @@ class HunkView(Static):
         the sum less one line (property-tested against the whole content's height)."""
         if not width:
             return 0
+        HunkView.body_width = width  # the rebuild's thread measures new hunks at it (warm_bodies)
+        self._laid_width = width
         rules: Any = self.styles  # what Widget.get_content_height passes to a visual
         return self._head.get_height(rules, width) + self._body.get_height(rules, width) - 1
 
