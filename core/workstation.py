@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -115,6 +115,7 @@ class Workstation:
         self._dup_pool: ThreadPoolExecutor | None = None  # duplicate checks wait on the indexer process
         # per answer (request id): its duplicate checks per top-level statement, remembered
         self._dup_checks: dict[str, StatementChecks] = {}
+        self._dup_queued: dict[str, list[Future]] = {}  # per answer: its last pass's checks
         # slop analyses sent to the worker process, by (path, new text, added lines): a pass
         # superseded mid-way leaves them running there, and the next pass takes them if the
         # file has not changed since
@@ -463,7 +464,14 @@ class Workstation:
         # leaves them running, and what they find per statement serves the next passes (at the
         # last token most statements of every file are known: only the new ones are checked)
         memo = self._statement_checks(run.request_id)
+        with self._slop_lock:  # the answer's previous pass is over: its checks not started go
+            for queued in self._dup_queued.pop(run.request_id, []):
+                queued.cancel()
         checks: dict[int, Future | None] = {i: self._start_dup_check(proposal.files[i], memo) for i in todo}
+        with self._slop_lock:
+            self._dup_queued[run.request_id] = [f for f in checks.values() if f is not None]
+            while len(self._dup_queued) > 8:
+                self._dup_queued.pop(next(iter(self._dup_queued)))
         for n, i in enumerate(todo):
             if n and stale is not None and stale():  # one file per pass at least: progress
                 raise ReviewSuperseded("a newer rebuild of the answer is waiting")
@@ -574,7 +582,11 @@ class Workstation:
 
             slop_job = analyze_change_off_thread(fp.path, fp.new_text, set(_added_lines(ranges)))
         if dup_check is not None:
-            for match in dup_check.result():
+            try:
+                matches = dup_check.result()
+            except CancelledError:  # a newer pass of the answer dropped it before it started
+                matches = self.dups.check_source(fp.new_text, fp.path, lines=_added_lines(ranges))
+            for match in matches:
                 hunk_id = _hunk_at(ranges, match.new_line)
                 if hunk_id is None:
                     continue  # an existing function, not something this answer adds
