@@ -284,7 +284,9 @@ class DiffView(VerticalScroll, can_focus=True):
             return
         self.current = max(0, min(index, len(self._order) - 1))
         self._mark_current()
-        self._views[self._order[self.current]].scroll_visible(animate=False)
+        # at once, in the frame that draws the new current hunk (deferred, it took a second
+        # full-screen render a frame later: two renders per j/k press)
+        self._views[self._order[self.current]].scroll_visible(animate=False, immediate=True)
 
     def _mark_current(self) -> None:
         """Only the hunk that was current and the one that is now change class: a loop over
