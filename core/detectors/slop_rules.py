@@ -345,8 +345,6 @@ class PartialModule(ast.Module):
 
     source: str = ""
     _complete: ast.Module | None = None
-    # (first line, text, statements) of each segment holding an added line
-    hot: tuple[tuple[int, str, list[ast.stmt]], ...] = ()
 
     def complete(self) -> ast.Module:
         if self._complete is None:
@@ -464,12 +462,9 @@ def partial_tree(text: str, added: set[int]) -> PartialModule | None:
         if k and k - 1 not in parsed:  # a module-level loop's list is built just before it
             parsed[k - 1] = segs[k - 1].parse().body
     body: list[ast.stmt] = []
-    held: list[tuple[int, str, list[ast.stmt]]] = []
     for k, seg in enumerate(segs):
         if k in parsed:
             body.extend(parsed[k])
-            if hot[k]:
-                held.append((seg.first, seg.text, parsed[k]))
             continue
         for first, last, strings, _stub in seg.summary:
             node = Elided(lineno=seg.first + first - 1, end_lineno=seg.first + last - 1,
@@ -478,7 +473,6 @@ def partial_tree(text: str, added: set[int]) -> PartialModule | None:
             body.append(node)
     tree = PartialModule(body=body, type_ignores=[])
     tree.source = text
-    tree.hot = tuple(held)
     return tree
 
 
@@ -493,19 +487,20 @@ def _moved(f: RawFinding, by: int) -> RawFinding:
         fix_end=None if f.fix_end is None else f.fix_end + by)
 
 
-def _per_statement(rule: Rule, text: str, tree: PartialModule) -> list[RawFinding]:
-    """A rule that looks at one function at a time, over the statements holding added
-    lines, each statement's findings remembered by its text (relative to its first line):
-    a statement unchanged since an earlier version of the file is not walked again. It
-    may give findings on a touched class's other methods too; they hold no added line,
-    and the caller keeps only findings on added lines."""
+def _per_statement(rule: Rule, text: str, scope: Scope) -> list[RawFinding]:
+    """A rule that looks at one function at a time, over the scope's statements (the
+    edited top-level statements, or the edited members of a class), each statement's
+    findings remembered by its text, relative to its first line: a statement unchanged
+    since an earlier version of the file (only moved) is not walked again."""
+    lines = scope.lines(text)
     out: list[RawFinding] = []
-    for first, seg_text, statements in tree.hot:
-        key = (rule.__name__, seg_text)
+    for node in scope.statements:
+        first, last = statement_lines(node)
+        key = (rule.__name__, "\n".join(lines[first - 1:last]))
         with _RULE_LOCK:
             known = _RULE_MEMO.get(key)
         if known is None:
-            found = rule(text, ast.Module(body=statements, type_ignores=[]))
+            found = rule(text, ast.Module(body=[node], type_ignores=[]))
             known = tuple(_moved(f, 1 - first) for f in found)
             with _RULE_LOCK:
                 _RULE_MEMO[key] = known
@@ -654,6 +649,7 @@ class Scope:
     added: set[int]
     statements: list[ast.stmt] = field(default_factory=list)
     regions: list[tuple[int, int]] = field(default_factory=list)
+    _lines: list[str] | None = None
 
     @classmethod
     def of(cls, tree: ast.Module, added: set[int]) -> Scope:
@@ -691,6 +687,12 @@ class Scope:
 
     def touches(self, first: int, last: int) -> bool:
         return any(row in self.added for row in range(first, last + 1))
+
+    def lines(self, text: str) -> list[str]:
+        """text.split("\n"), once for the rules that ask."""
+        if self._lines is None:
+            self._lines = text.split("\n")
+        return self._lines
 
     def module(self) -> ast.Module:
         """The scope's statements as a module: a rule walking it sees them in file order."""
@@ -735,12 +737,34 @@ def _restating_in(text: str, tree: ast.Module, scope: Scope) -> Iterable[RawFind
 def _literals_in(text: str, tree: ast.Module, scope: Scope) -> Iterable[RawFinding]:
     """SLOP006 compares each literal with every one before it in the file: run it over
     the whole file, but only when an added line holds a literal it could report."""
-    for node in ast.walk(scope.module()):
-        if (isinstance(node, ast.expr) and _constant_display(node)
-                and scope.touches(node.lineno, node.end_lineno or node.lineno)):
-            whole = tree.complete() if isinstance(tree, PartialModule) else tree
-            return list(repeated_literals(text, whole))
+    lines = scope.lines(text)
+    spans = []
+    for node in scope.statements:
+        first, last = statement_lines(node)
+        spans += [(first + a - 1, first + b - 1) for a, b in _displays("\n".join(lines[first - 1:last]), first, node)]
+    if any(scope.touches(a, b) for a, b in spans):
+        whole = tree.complete() if isinstance(tree, PartialModule) else tree
+        return list(repeated_literals(text, whole))
     return []
+
+
+def _displays(statement_text: str, first: int, statement: ast.stmt) -> tuple[tuple[int, int], ...]:
+    """The lines (relative to the statement's first) of the literals SLOP006 could report
+    in one statement, remembered by its text."""
+    with _RULE_LOCK:
+        known = _DISPLAYS.get(statement_text)
+    if known is None:
+        known = tuple((node.lineno - first + 1, (node.end_lineno or node.lineno) - first + 1)
+                      for node in ast.walk(statement)
+                      if isinstance(node, ast.expr) and _constant_display(node))
+        with _RULE_LOCK:
+            _DISPLAYS[statement_text] = known
+            while len(_DISPLAYS) > _RULE_MEMO_SIZE:
+                _DISPLAYS.popitem(last=False)
+    return known
+
+
+_DISPLAYS: OrderedDict[str, tuple[tuple[int, int], ...]] = OrderedDict()
 
 
 def _on_statements(rule: Rule) -> Callable[[str, ast.Module, Scope], Iterable[RawFinding]]:
@@ -782,8 +806,8 @@ def own_findings(
     out: list[RawFinding] = []
     for rule in OWN_RULES:
         scoped = _SCOPED.get(rule)
-        if isinstance(tree, PartialModule) and rule in _PER_FUNCTION:
-            out += _per_statement(rule, text, tree)
+        if rule in _PER_FUNCTION:
+            out += _per_statement(rule, text, scope)
         else:
             out += rule(text, tree) if scoped is None else scoped(text, tree, scope)
     return out
