@@ -8,9 +8,11 @@ freeze (the delta paths), `check_source` and `pairs()` must give the same answer
 
 from __future__ import annotations
 
+import os
 from dataclasses import astuple
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -147,7 +149,8 @@ def test_snapshot_round_trip_gives_the_same_answers(tmp_path: Path) -> None:
     assert {m.twin_path for m in loaded.check_source(SOURCE, "new.py")} == {"pkg/a.py", "pkg/c.py"}
 
 
-@pytest.mark.parametrize("damage", ["truncated", "garbage", "empty", "flipped", "foreign", "old"])
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "empty", "flipped", "flipped_same_mtime",
+                                    "foreign", "old"])
 def test_a_bad_snapshot_is_refused(tmp_path: Path, damage: str) -> None:
     root = _tree(tmp_path)
     built = DuplicateIndex(root)
@@ -162,9 +165,12 @@ def test_a_bad_snapshot_is_refused(tmp_path: Path, damage: str) -> None:
         snap.write_bytes(b"not a snapshot at all" * 50)
     elif damage == "empty":
         snap.write_bytes(b"")
-    elif damage == "flipped":
+    elif damage in {"flipped", "flipped_same_mtime"}:
+        before = snap.stat()
         middle = len(data) // 3
         snap.write_bytes(data[:middle] + bytes([data[middle] ^ 0xFF]) + data[middle + 1:])
+        if damage == "flipped_same_mtime":  # rewritten in place, same size, mtime set back
+            os.utime(snap, ns=(before.st_atime_ns, before.st_mtime_ns))
     elif damage == "foreign":
         expect = {"root": "/somewhere/else"}
     elif damage == "old":
@@ -222,3 +228,43 @@ def test_a_freeze_grows_columns_in_place_only_when_nothing_else_holds_them(sizes
     assert out.tolist() == expected.tolist() and all("c" not in p for p in parts)
     if holder is not None:
         assert holder.tolist() == first_copy.tolist()  # untouched
+
+
+def test_a_checked_snapshot_is_not_read_again_until_its_file_changes(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The checksum is read once per file identity (written here, or checked by a load);
+    a later load of the same file skips it, a rewritten or replaced file is checked."""
+    import zlib
+
+    from core.detectors import dup_store
+
+    calls: list[int] = []
+
+    class CountingZlib:
+        @staticmethod
+        def crc32(data: Any, value: int = 0) -> int:
+            calls.append(1)
+            return zlib.crc32(data, value)
+
+    monkeypatch.setattr(dup_store, "zlib", CountingZlib)
+    root = _tree(tmp_path)
+    built = DuplicateIndex(root)
+    built.build()
+    snap = tmp_path / "dups.snapshot"
+    expect = {"root": str(root)}
+    built.save_snapshot(snap, {}, expect)
+    calls.clear()
+    DuplicateIndex(root).load_snapshot(snap, expect)
+    assert calls == []  # written here: vouched for
+    (tmp_path / "dups.snapshot.checked").unlink()
+    DuplicateIndex(root).load_snapshot(snap, expect)
+    assert len(calls) == 1  # checked, and vouched for again
+    DuplicateIndex(root).load_snapshot(snap, expect)
+    assert len(calls) == 1
+    copy = tmp_path / "copy"
+    copy.write_bytes(snap.read_bytes())
+    os.replace(copy, snap)  # the same bytes, another file
+    loaded = DuplicateIndex(root)
+    loaded.load_snapshot(snap, expect)
+    assert len(calls) == 2
+    assert loaded.check_source(RENAMED, "new.py") == built.check_source(RENAMED, "new.py")
