@@ -273,6 +273,11 @@ class Workstation:
         for hunk in run.hunks:
             self.dwell.shown(hunk.id, len(hunk.new_lines) + len(hunk.old_lines))
 
+    def hunks_unrecorded(self, run: AnswerRun) -> bool:
+        """Whether `record_hunks_shown` has anything to record for this answer (cheap: the
+        app asks on its UI thread before a hop to a worker thread for it)."""
+        return run.finished and any(f"{run.request_id}:{hunk.id}" not in self._shown for hunk in run.hunks)
+
     def record_hunks_shown(self, run: AnswerRun) -> None:
         """Record the finished answer's hunks as shown, once each; the record counts only
         the finished answer's hunks (a hunk still growing changes its id, and the report

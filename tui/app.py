@@ -610,38 +610,51 @@ class SparkApp(App):
         try:
             self._rebuild_needed = True
 
-            def rebuild() -> bool:
+            def review() -> Review | BaseException | None:
+                """The review of the state built last; None when a newer state waits for its
+                own (superseded); a detector's error is returned, said on the UI thread."""
+                try:
+                    return self.station.review(run, stale=lambda: self._rebuild_needed)
+                except ReviewSuperseded:
+                    return None
+                except Exception as exc:  # see the docstring
+                    log.exception("review failed")
+                    return exc
+
+            def rebuild() -> tuple[bool, Review | BaseException | None]:
                 finished = run.finished  # read first: then every edit is in this build
                 run.rebuild_proposal()
                 if run is self.answer:  # a finished answer's hunks: recorded here, off the UI
                     self.station.record_hunks_shown(run)  # thread, before any redraw shows them
                     warm_bodies(run.hunks, run.hunk_context(), HunkView.body_width)  # highlighted here too
-                return finished
+                # the final state is reviewed in this same thread call: a hop back to the UI
+                # thread to draw its hunks first, and another to start the review, cost
+                # 50-120 ms after the last token (the review's draw shows them a moment later)
+                return finished, review() if finished else None
 
             while self._rebuild_needed:
                 self._rebuild_needed = False
                 self._final_rebuilt = None
-                built_final = await asyncio.to_thread(rebuild)
+                built_final, reviewed = await asyncio.to_thread(rebuild)
                 if built_final:
                     self._diffed_final = run
-                if not built_final:  # the final one is verified once shown (_finish_answer)
+                else:  # the final one is verified once shown (_finish_answer)
                     self.verify.proposal_changed(run)
-                if run is self.answer:  # the hunks as matched now (new ones mounted, the rest
-                    self._sync_diff()  # kept): on screen before their review, which may take long
-                try:
-                    review = await asyncio.to_thread(self.station.review, run, stale=lambda: self._rebuild_needed)
-                except ReviewSuperseded:
+                    if run is self.answer:  # the hunks as matched now (new ones mounted, the rest
+                        self._sync_diff()  # kept): on screen before their review, which may take long
+                    reviewed = await asyncio.to_thread(review)
+                if reviewed is None:
                     continue  # a newer state waits (_rebuild_needed is set): review that one
-                except Exception as exc:  # see the docstring
-                    log.exception("review failed")
-                    self.notify(f"review failed: {type(exc).__name__}: {exc}", severity="warning")
-                    review = Review()
+                if isinstance(reviewed, BaseException):
+                    self.notify(f"review failed: {type(reviewed).__name__}: {reviewed}", severity="warning")
+                    reviewed = Review()
                 if run is self.answer:
-                    self.review = review
+                    self.review = reviewed
                 if built_final:
                     self._final_rebuilt = run
             if run is self.answer:
-                await asyncio.to_thread(self.station.record_hunks_shown, run)  # disk, off the UI thread
+                if self.station.hunks_unrecorded(run):  # (the rebuild's thread recorded them)
+                    await asyncio.to_thread(self.station.record_hunks_shown, run)  # disk, off the UI thread
                 self._sync_diff()
         finally:
             self._rebuilding = False
