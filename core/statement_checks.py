@@ -29,7 +29,7 @@ from typing import Any
 from core import pyparse
 
 Check = Callable[..., Sequence[Any]]  # DuplicateIndex.check_source(source, path, lines=...)
-MEMO_SIZE = 4096
+MEMO_SIZE = 2048  # statements remembered per answer (8 answers kept)
 
 
 def _nothing(_module: Any) -> None:

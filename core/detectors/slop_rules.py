@@ -548,13 +548,15 @@ def repeated_blocks(text: str, tree: ast.Module | None) -> Iterator[RawFinding]:
     strings = _string_lines(tree, lines if text.count("\r") == text.count("\r\n") else None)
     rows = [i for i, line in enumerate(lines) if _substantial(line) and i + 1 not in strings]
     keys = [lines[i].strip() for i in rows]
+    sizes = [len(k) for k in keys]
     seen: dict[tuple[str, ...], int] = {}
     reported_until = -1
     n = REPEATED_BLOCK_LINES
     for j in range(len(rows) - n + 1):
+        # only contiguous blocks with real content (tested before the window is built)
+        if rows[j + n - 1] - rows[j] != n - 1 or sum(sizes[j : j + n]) < REPEATED_BLOCK_CHARS:
+            continue
         window = tuple(keys[j : j + n])
-        if rows[j + n - 1] - rows[j] != n - 1 or sum(map(len, window)) < REPEATED_BLOCK_CHARS:
-            continue  # only contiguous blocks with real content
         first = seen.get(window)
         if first is None:
             seen[window] = j

@@ -283,8 +283,9 @@ def serve(conn: Connection) -> None:
         if job in dropped:
             dropped.discard(job)
             continue
-        # the next jobs' ruff processes run while this job's rules run (the pool runs two)
-        for following in [msg for msg in queue if msg[1] not in dropped][:2]:
+        # the next job's ruff process runs while this job's rules run (only the next: one
+        # further back is more often dropped by a newer pass before it starts)
+        for following in [msg for msg in queue if msg[1] not in dropped][:1]:
             prefetch(following[2], following[3], set(following[4]))
         try:
             report = analyze_change(path, new_text, new_text, added=set(added))
