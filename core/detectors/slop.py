@@ -19,9 +19,11 @@ from dataclasses import asdict, dataclass, field, replace
 from core import pyparse
 from core.detectors.ruff_rules import RawFinding, RuffUnavailable, ruff_binary, run_ruff
 from core.detectors.slop_rules import (
+    PartialModule,
     comprehension_fix,
     own_findings,
     partial_tree,
+    real,
     ruff_text,
     statement_lines,
     top_statement,
@@ -107,6 +109,14 @@ def _with_comprehension_fix(
     if f.rule_id != "PERF401" or f.fix is not None:
         return f
     top = top_statement(tree, f.line) if scoped and tree is not None else None
+    if isinstance(tree, PartialModule):
+        if top is None:  # a line outside every statement: no loop holds it
+            return f
+        # the loop's list is built in its own statement or, for a module-level loop, in
+        # the statement before it: those two parsed are the tree comprehension_fix reads
+        at = next(i for i, node in enumerate(tree.body) if node is top)
+        top = real(top)
+        tree = ast.Module(body=[*([real(tree.body[at - 1])] if at else []), top], type_ignores=[])
     fix = comprehension_fix(text, tree, f.line, top)
     if fix is None:
         return f

@@ -331,11 +331,28 @@ _RULE_LOCK = threading.Lock()  # the memos below (the slop worker's threads shar
 
 
 class Elided(ast.Pass):
-    """A top-level statement of a `PartialModule` that no added line touches: only its
-    lines (decorators included) and the rows of its multi-line strings, relative to its
-    first line, are known; no rule looks inside it."""
+    """A top-level statement of a `PartialModule` not parsed: only its lines (decorators
+    included) and the rows of its multi-line strings, relative to its first line, are
+    known. One near the added lines can be parsed when a rule needs its inside
+    (`real`): most rules' answers for an unchanged statement are remembered by its text,
+    so an edited file's statements are mostly never parsed."""
 
     string_rows: tuple[int, ...] = ()
+    segment: pyparse.Segment | None = None  # where to parse it from (a statement near added lines)
+    index: int = 0  # its place among the segment's statements
+    parsed: dict[int, list[ast.stmt]] | None = None  # the tree's segments parsed so far, by first line
+
+
+def real(node: ast.stmt) -> ast.stmt:
+    """The statement itself: an `Elided` one near the added lines is parsed (once per
+    tree and segment); any other node as it is."""
+    if not isinstance(node, Elided) or node.segment is None or node.parsed is None:
+        return node
+    seg = node.segment
+    body = node.parsed.get(seg.first)
+    if body is None:
+        body = node.parsed[seg.first] = seg.parse().body
+    return body[node.index]
 
 
 class PartialModule(ast.Module):
@@ -441,10 +458,10 @@ def _ruff_text(text: str, added: set[int]) -> str:
 
 
 def partial_tree(text: str, added: set[int]) -> PartialModule | None:
-    """The file's tree for a scoped run over `added`, parsing only the segments (top-level
-    statements, `pyparse.segments`) that hold an added line, and the one before such a
-    segment that starts with a `for` loop (its list may be built just before it:
-    comprehension_fix); the others come from their
+    """The file's tree for a scoped run over `added`: its top-level statements `Elided`,
+    from their segments' remembered summaries (`pyparse.segments`); those of a segment
+    holding an added line parse when a rule asks (`real`), a class among them at once
+    (the scope enters an edited class's members); the others come from their
     remembered summaries as `Elided`. None when the file does not cut into segments
     (parse it whole: same findings, tests/core/detectors/test_slop_scope.py)."""
     segs = pyparse.segments(text, _summary)
@@ -456,20 +473,19 @@ def partial_tree(text: str, added: set[int]) -> PartialModule | None:
         i = bisect.bisect_left(rows, seg.first)
         return i < len(rows) and rows[i] <= seg.last
 
-    hot = [touched(seg) for seg in segs]
-    parsed = {k: seg.parse().body for k, seg in enumerate(segs) if hot[k]}
-    for k in [k for k, statements in parsed.items() if statements and isinstance(statements[0], ast.For)]:
-        if k and k - 1 not in parsed:  # a module-level loop's list is built just before it
-            parsed[k - 1] = segs[k - 1].parse().body
+    parsed: dict[int, list[ast.stmt]] = {}
     body: list[ast.stmt] = []
-    for k, seg in enumerate(segs):
-        if k in parsed:
-            body.extend(parsed[k])
+    for seg in segs:
+        hot = touched(seg)
+        if hot and any(stub is not None and stub.startswith("class ") for *_, stub in seg.summary):
+            body.extend(parsed.setdefault(seg.first, seg.parse().body))  # Scope.of enters classes
             continue
-        for first, last, strings, _stub in seg.summary:
+        for index, (first, last, strings, _stub) in enumerate(seg.summary):
             node = Elided(lineno=seg.first + first - 1, end_lineno=seg.first + last - 1,
                           col_offset=0, end_col_offset=0)
             node.string_rows = strings
+            if hot:
+                node.segment, node.index, node.parsed = seg, index, parsed
             body.append(node)
     tree = PartialModule(body=body, type_ignores=[])
     tree.source = text
@@ -500,7 +516,7 @@ def _per_statement(rule: Rule, text: str, scope: Scope) -> list[RawFinding]:
         with _RULE_LOCK:
             known = _RULE_MEMO.get(key)
         if known is None:
-            found = rule(text, ast.Module(body=[node], type_ignores=[]))
+            found = rule(text, ast.Module(body=[real(node)], type_ignores=[]))
             known = tuple(_moved(f, 1 - first) for f in found)
             with _RULE_LOCK:
                 _RULE_MEMO[key] = known
@@ -757,7 +773,7 @@ def _displays(statement_text: str, first: int, statement: ast.stmt) -> tuple[tup
         known = _DISPLAYS.get(statement_text)
     if known is None:
         known = tuple((node.lineno - first + 1, (node.end_lineno or node.lineno) - first + 1)
-                      for node in ast.walk(statement)
+                      for node in ast.walk(real(statement))
                       if isinstance(node, ast.expr) and _constant_display(node))
         with _RULE_LOCK:
             _DISPLAYS[statement_text] = known

@@ -221,14 +221,14 @@ def test_partial_parse_after_a_sequence_of_edits_equals_whole_file_run(data: st.
 def test_partial_tree_parses_only_the_statements_near_added_lines() -> None:
     tree = slop_rules.partial_tree(CLASSY, {row("return store.names")})
     assert tree is not None
-    real = [type(node).__name__ for node in tree.body if not isinstance(node, slop_rules.Elided)]
-    assert real == ["FunctionDef"]  # only the edited function
+    assert all(isinstance(node, slop_rules.Elided) for node in tree.body)  # nothing parsed yet
+    near = [node for node in tree.body if node.segment is not None]
+    assert [getattr(slop_rules.real(node), "name", None) for node in near] == ["tags"]
     assert len(tree.body) == len(ast.parse(CLASSY).body)
     assert ast.dump(tree.complete()) == ast.dump(ast.parse(CLASSY))
+    edited_class = slop_rules.partial_tree(CLASSY, {row("out.append")})
+    assert edited_class is not None  # an edited class is parsed at once: the scope enters it
+    assert [type(node).__name__ for node in edited_class.body if not isinstance(node, slop_rules.Elided)] == ["ClassDef"]
     loop = "import os\n\nnames = []\nfor n in os.listdir():\n    names.append(n)\n\n\ndef f():\n    pass\n"
-    tree = slop_rules.partial_tree(loop, {5})
-    assert tree is not None
-    real = [type(node).__name__ for node in tree.body if not isinstance(node, slop_rules.Elided)]
-    assert real == ["Assign", "For"]  # a module-level loop: its list is built just before it
     report = slop._analyze("loop.py", loop, {4, 5}, scoped=True)
     assert report.findings == slop._analyze("loop.py", loop, {4, 5}, scoped=False).findings
