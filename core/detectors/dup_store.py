@@ -38,6 +38,7 @@ import numpy as np
 from core.detectors.feature_index import FeatureIndex
 from core.detectors.normalize import FunctionUnit
 from core.errors import SparkError
+from core.indexing import checked
 
 SNAPSHOT_MAGIC = b"SPARKDUP"
 SNAPSHOT_VERSION = 1
@@ -355,44 +356,7 @@ def save(path: Path, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> Non
     finally:
         if tmp.exists():
             tmp.unlink()
-    _vouch(path, crc)
-
-
-# -- "checked" stamps ----------------------------------------------------------------------
-# The checksum reads every page of the file (220 MB on 20,000 files: 60-90 ms idle, several
-# times that under load, and the whole file in the reader's resident set). A snapshot is
-# never rewritten in place (a new file is renamed over it), so once its checksum has been
-# checked, or it has just been written, a small file beside it records its identity as
-# the system sees it (inode, size, mtime and ctime in ns: ctime cannot be set back by a
-# process) with the checksum; a later load whose file still has that identity skips the
-# read, as git trusts an index entry whose stat data is unchanged. Anything that rewrote
-# the file (even in place, keeping its size and mtime) changed its ctime: checked again.
-
-def _identity(st: os.stat_result) -> list[int]:
-    return [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
-
-
-def _vouch_file(path: Path) -> Path:
-    return path.with_name(path.name + ".checked")
-
-
-def _vouch(path: Path, crc: int, st: os.stat_result | None = None) -> None:
-    """Record that `path`, as it is now, has checksum `crc` (best effort)."""
-    try:
-        st = st or os.stat(path)
-        tmp = _vouch_file(path).with_name(_vouch_file(path).name + f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"identity": _identity(st), "crc32": crc}))
-        os.replace(tmp, _vouch_file(path))
-    except OSError:
-        pass
-
-
-def _vouched(path: Path, st: os.stat_result, crc: Any) -> bool:
-    try:
-        stamp = json.loads(_vouch_file(path).read_text())
-    except (OSError, ValueError):
-        return False
-    return isinstance(stamp, dict) and stamp.get("identity") == _identity(st) and stamp.get("crc32") == crc
+    checked.vouch(path, crc)
 
 
 def load(path: Path, expect: dict[str, Any], *, verify: bool = True,
@@ -402,8 +366,8 @@ def load(path: Path, expect: dict[str, Any], *, verify: bool = True,
 
     The checksum (~60-90 ms for 220 MB) runs in a thread, zlib releasing the GIL, while
     this thread calls `meanwhile` (the indexer lists the tree's files then); it is not
-    read again while the file keeps the identity recorded beside it once checked (see
-    "checked" stamps above).
+    read again while the file keeps the identity recorded beside it once checked
+    (core.indexing.checked).
     `verify=False` skips the checksum, for a file this process has just written: the
     checksum reads every page, which puts the whole file in the process's resident set
     beside the arrays it was written from (a 100 MB jump at the end of a 20k build)."""
@@ -436,7 +400,7 @@ def load(path: Path, expect: dict[str, Any], *, verify: bool = True,
     if not isinstance(data_bytes, int) or _ALIGN + data_bytes != size - 16 - hlen:
         raise SnapshotError("truncated")
     data = view[_ALIGN:_ALIGN + data_bytes]
-    if verify and _vouched(path, st, header.get("crc32")):
+    if verify and checked.vouched(path, st, header.get("crc32")):
         verify = False  # checked before (or written here), and not rewritten since
     if verify:
         crc: list[int] = []
@@ -449,7 +413,7 @@ def load(path: Path, expect: dict[str, Any], *, verify: bool = True,
             worker.join()
         if crc != [header.get("crc32")]:
             raise SnapshotError("damaged (checksum mismatch)")
-        _vouch(path, crc[0], st)
+        checked.vouch(path, crc[0], st)
     elif meanwhile is not None:
         meanwhile()
     arrays: dict[str, np.ndarray] = {}

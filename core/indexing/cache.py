@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import SparkError
+from core.indexing import checked
 
 CACHE_VERSION = 6
 APP_NAME = "sparkstation"
@@ -355,6 +356,7 @@ def write_snapshot_file(file: Path, root: str, name: str, key: bytes, obj: Any) 
         os.replace(tmp, file)
     finally:
         tmp.unlink(missing_ok=True)
+    checked.vouch(file, crc)
 
 
 def read_snapshot_file(file: Path, root: str, name: str) -> tuple[bytes, Any] | None:
@@ -362,7 +364,8 @@ def read_snapshot_file(file: Path, root: str, name: str) -> tuple[bytes, Any] | 
     a missing, damaged or foreign one."""
     try:
         with open(file, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
+            st = os.fstat(fh.fileno())
+            size = st.st_size
             if size < len(SNAPSHOT_MAGIC) + 4:
                 return None
             mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY)
@@ -391,8 +394,12 @@ def read_snapshot_file(file: Path, root: str, name: str) -> tuple[bytes, Any] | 
                 return None
             parts.append(view[pos:pos + n])
             pos += n
-        if pos != size or zlib.crc32(view[start:]) != header.get("crc32"):
+        if pos != size:
             return None
+        if not checked.vouched(file, st, header.get("crc32")):  # (read once per file: see checked.py)
+            if zlib.crc32(view[start:]) != header.get("crc32"):
+                return None
+            checked.vouch(file, header["crc32"], st)
         return key, _SafeUnpickler(io.BytesIO(parts[0]), buffers=parts[1:]).load()
     except Exception:  # noqa: BLE001 -- any damage: refused, the indexer rebuilds it
         return None
@@ -401,6 +408,6 @@ def read_snapshot_file(file: Path, root: str, name: str) -> tuple[bytes, Any] | 
 def read_latest_snapshot(root: Path, name: str, path: Path | None = None) -> tuple[bytes, Any] | None:
     """(key, object) of the snapshot last stored under `name`, whatever tree it was stored
     for: the app shows it at once and checks its key against the tree meanwhile. Read-only
-    (the indexer owns the cache); None when absent, unreadable or not this repository's
-    cache at this version."""
+    (the indexer owns the cache) but for the file's small "checked" stamp (checked.py);
+    None when absent, unreadable or not this repository's cache at this version."""
     return read_snapshot_file(snapshot_file(path or cache_file(root), name), str(Path(root).resolve()), name)

@@ -233,11 +233,15 @@ def test_a_freeze_grows_columns_in_place_only_when_nothing_else_holds_them(sizes
 def test_a_checked_snapshot_is_not_read_again_until_its_file_changes(tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """The checksum is read once per file identity (written here, or checked by a load);
-    a later load of the same file skips it, a rewritten or replaced file is checked."""
+    a later load of the same file skips it, a rewritten or replaced file is checked. (A
+    file changed within the last RACY_NS is never vouched for: its times may not move on
+    its next change; here the files are settled at once.)"""
     import zlib
 
     from core.detectors import dup_store
+    from core.indexing import checked
 
+    monkeypatch.setattr(checked, "RACY_NS", 0)
     calls: list[int] = []
 
     class CountingZlib:
@@ -268,3 +272,23 @@ def test_a_checked_snapshot_is_not_read_again_until_its_file_changes(tmp_path: P
     loaded.load_snapshot(snap, expect)
     assert len(calls) == 2
     assert loaded.check_source(RENAMED, "new.py") == built.check_source(RENAMED, "new.py")
+
+
+def test_a_snapshot_changed_within_its_time_tick_is_never_trusted(tmp_path: Path) -> None:
+    """A file whose ctime is recent is not vouched for: a second write in the same tick of
+    the file system's clock (same size, same times) would otherwise go unseen."""
+    from core.indexing import checked
+
+    root = _tree(tmp_path)
+    built = DuplicateIndex(root)
+    built.build()
+    snap = tmp_path / "dups.snapshot"
+    expect = {"root": str(root)}
+    built.save_snapshot(snap, {}, expect)
+    DuplicateIndex(root).load_snapshot(snap, expect)  # checked, but too fresh to vouch for
+    assert not checked.stamp_file(snap).exists()
+    data = snap.read_bytes()
+    middle = len(data) // 3
+    snap.write_bytes(data[:middle] + bytes([data[middle] ^ 0xFF]) + data[middle + 1:])
+    with pytest.raises(SnapshotError):
+        DuplicateIndex(root).load_snapshot(snap, expect)
