@@ -434,27 +434,41 @@ def _ruff_text(text: str, added: set[int]) -> str:
         return text
     rows = sorted(added)
     scoping = sorted(text.count("\n", 0, m.start()) + 1 for m in _SCOPE_LINE.finditer(text))
-    out: list[str] = []
+    out: list[str] = []  # the segments' texts, or their stubs: as many lines, same line ends
     for seg in segs:
-        lines = seg.text.split("\n")
-        if seg.text.endswith("\n"):
-            lines.pop()
         i = bisect.bisect_left(rows, seg.first)
         hot = i < len(rows) and rows[i] <= seg.last
         if hot and _IMPORT_LINE.search(seg.text):
             return text
         if hot or any(stub is None for *_, stub in seg.summary):
-            out.extend(lines)
+            out.append(seg.text)
             continue
         j = bisect.bisect_left(scoping, seg.first)
         if j < len(scoping) and scoping[j] <= seg.last:  # a left-out def binds a global
             return text
-        kept = [""] * len(lines)
+        out.append(_stubbed(seg))
+    return "".join(out)
+
+
+_STUBS: OrderedDict[str, str] = OrderedDict()
+
+
+def _stubbed(seg: pyparse.Segment) -> str:
+    """A segment of defs and classes as `ruff_text` gives it: each one's binding line
+    where it starts, its other lines blank (as many lines, the same last line end),
+    remembered by the segment's text."""
+    with _RULE_LOCK:
+        known = _STUBS.get(seg.text)
+    if known is None:
+        kept = [""] * (seg.last - seg.first + 1)
         for first, _last, _rows, stub in seg.summary:
             kept[first - 1] = stub or ""
-        out.extend(kept)
-    joined = "\n".join(out)
-    return joined + "\n" if text.endswith("\n") else joined
+        known = "\n".join(kept) + ("\n" if seg.text.endswith("\n") else "")
+        with _RULE_LOCK:
+            _STUBS[seg.text] = known
+            while len(_STUBS) > _RULE_MEMO_SIZE:
+                _STUBS.popitem(last=False)
+    return known
 
 
 def partial_tree(text: str, added: set[int]) -> PartialModule | None:
