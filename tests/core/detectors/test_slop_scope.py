@@ -232,3 +232,62 @@ def test_partial_tree_parses_only_the_statements_near_added_lines() -> None:
     loop = "import os\n\nnames = []\nfor n in os.listdir():\n    names.append(n)\n\n\ndef f():\n    pass\n"
     report = slop._analyze("loop.py", loop, {4, 5}, scoped=True)
     assert report.findings == slop._analyze("loop.py", loop, {4, 5}, scoped=False).findings
+
+
+RUFF_CASES = '''\
+"""Module."""
+import os
+from typing import Any
+
+RESULTS = []
+TABLE: dict[str, Any] = {}
+
+
+def setup():
+    global CACHE
+    CACHE = []
+
+
+def fill(items):
+    for item in items:
+        RESULTS.append(item)
+
+
+def fill_cache(items):
+    for item in items:
+        CACHE.append(item)
+
+
+def walk(root):
+    names = []
+    for name in os.listdir(root):
+        names.append(name)
+    return names
+'''
+
+
+def _rows(text: str, needle: str) -> set[int]:
+    return {i for i, line in enumerate(text.split("\n"), 1) if needle in line}
+
+
+@pytest.mark.parametrize("needle", ["RESULTS.append", "CACHE.append", "names.append", "import os", "global CACHE"])
+def test_ruff_text_gives_the_whole_files_findings_on_added_lines(needle: str) -> None:
+    added = _rows(RUFF_CASES, needle)
+    scoped = slop._analyze("cases.py", RUFF_CASES, set(added), scoped=True)
+    whole = slop._analyze("cases.py", RUFF_CASES, set(added), scoped=False)
+    assert scoped.findings == whole.findings
+
+
+def test_ruff_text_keeps_what_the_edited_statements_may_refer_to() -> None:
+    plain = RUFF_CASES.replace("    global CACHE\n", "")  # (a left-out def's global: the whole text)
+    text = slop_rules.ruff_text(plain, _rows(plain, "names.append"))
+    lines = text.split("\n")
+    assert len(lines) == len(plain.split("\n"))
+    assert "RESULTS = []" in lines and "import os" in lines  # module-level code kept
+    assert "def fill(): ..." in lines  # another def: its binding line only
+    assert "    for item in items:" not in lines
+    # an added import (F401 reads the whole file) or a left-out global: the whole text
+    assert slop_rules.ruff_text(RUFF_CASES, _rows(RUFF_CASES, "import os")) == RUFF_CASES
+    assert slop_rules.ruff_text(RUFF_CASES, _rows(RUFF_CASES, "names.append")) == RUFF_CASES
+    noqa = "# ruff: noqa: F401\n" + RUFF_CASES
+    assert slop_rules.ruff_text(noqa, {30}) == noqa
