@@ -57,6 +57,7 @@ class HunkView(Static):
         self._body_key: tuple | None = None
         self._body = Content("")
         self._head = Content("")
+        self._whole: Content | None = Content("")  # head + body, joined when first drawn
         self._laid_width = 0  # the width the last layout measured this hunk at
 
     def show(self, hunk, state: str, index: int, total: int, badges: str,
@@ -82,7 +83,25 @@ class HunkView(Static):
         rules: Any = self.styles  # as get_content_height measures
         same_height = self._body is old_body and width > 0 and \
             self._head.get_height(rules, width) == old_head.get_height(rules, width)
-        self.update(self._head + self._body, layout=not same_height)
+        self._whole = None  # joined when drawn: see `content`
+        self.refresh(layout=not same_height)
+
+    @property
+    def content(self) -> Content:
+        """Head and lines as one content, joined when first asked for (drawn): joining
+        copies the lines' hundreds of spans, and the review's badges change the header of
+        every hunk, most of them off screen, at once (~0.3 ms each, on the UI thread)."""
+        if self._whole is None:
+            self._whole = self._head + self._body
+        return self._whole
+
+    @content.setter
+    def content(self, content: object) -> None:
+        raise TypeError("a hunk is drawn from show(), not from a content set on it")
+
+    @property
+    def visual(self) -> Content:
+        return self.content
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         """The height of head + lines, without wrapping the whole hunk again: each layout
