@@ -156,17 +156,19 @@ def test_a_child_started_before_the_tree_check_loads_the_snapshot(tmp_path, chan
 
 def test_the_apps_preload_starts_the_child_of_a_large_tree(tmp_path, monkeypatch):
     """The app's preload (before its screen exists) starts the indexer's child when the last
-    duplicate snapshot is of a large tree; the service then uses that child."""
+    duplicate snapshot is of a large tree and a core is idle; the service then uses it."""
     from core.indexing import service
 
     root, cache_dir = _first_launch(tmp_path)
     path = cache_file(root, cache_dir)
     monkeypatch.setattr(service, "EARLY_CHILD_SNAPSHOT_BYTES", _snapshot_file(root, cache_dir).stat().st_size)
-    service.preload(root, path)
-    svc = IndexService(root, RepoMap(root), cache_path=path).start()  # 24 files: a thread, unless started
-    try:
-        assert svc.wait(120), svc.snapshot()
-        assert svc.snapshot().mode == "process"
-        assert _answers(svc.check_source, root) == _fresh(root)
-    finally:
-        svc.stop()
+    for idle in (True, False):  # a busy machine: the child waits, a thread runs 24 files
+        monkeypatch.setattr(service, "_spare_core", lambda idle=idle: idle)
+        service.preload(root, path)
+        svc = IndexService(root, RepoMap(root), cache_path=path).start()  # 24 files: a thread, unless started
+        try:
+            assert svc.wait(120), svc.snapshot()
+            assert svc.snapshot().mode == ("process" if idle else "thread")
+            assert _answers(svc.check_source, root) == _fresh(root)
+        finally:
+            svc.stop()
