@@ -17,6 +17,7 @@ import gc
 import inspect
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -53,6 +54,15 @@ if TYPE_CHECKING:
 
 FRAME_S = 1 / 120
 log = logging.getLogger(__name__)
+
+
+_SIDE = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rebuild-side")  # see _rebuild_now
+
+
+def _coverage(run: AnswerRun) -> tuple[int, int]:
+    """What a rebuild of the answer is a function of, as counts (both lists only grow): its
+    completed edits and its parse errors (the end of the stream may add either)."""
+    return len(run.edits), len(run.parse_errors)
 
 
 class SparkApp(App):
@@ -117,6 +127,7 @@ class SparkApp(App):
         self._rebuilding_run: AnswerRun | None = None  # the answer the rebuild in flight is for
         self._final_rebuilt: AnswerRun | None = None  # its last pass was built after it finished
         self._diffed_final: AnswerRun | None = None  # a pass diffed it after it finished
+        self._diffed: tuple[AnswerRun, tuple[int, int]] | None = None  # the last pass's answer, _coverage
         self._stop_watch = asyncio.Event()
         self._offered: tuple[str, list[str]] | None = None
         self._pending_redirects: list[str] = []
@@ -596,10 +607,12 @@ class SparkApp(App):
         if run is None:
             return
         waited = self._rebuilding
-        if final and waited and self._rebuilding_run is run and self._diffed_final is not run:
-            # the pass in flight diffed the answer before its end: its review is of a state
-            # nobody will see (it took 250-400 ms after the last token). It gives way at its
-            # next file (`stale`), and its loop diffs, reviews and draws the final state.
+        if final and waited and self._rebuilding_run is run and self._diffed_final is not run and \
+                self._diffed != (run, _coverage(run)):
+            # the pass in flight diffed the answer before its end, without its last edits: its
+            # review is of a state nobody will see (it took 250-400 ms after the last token).
+            # It gives way at its next file (`stale`), and its loop diffs, reviews and draws
+            # the final state. (A pass that diffed every edit is the final state: it goes on.)
             self._rebuild_needed = True
         while self._rebuilding:
             await asyncio.sleep(FRAME_S)
@@ -621,16 +634,28 @@ class SparkApp(App):
                     log.exception("review failed")
                     return exc
 
-            def rebuild() -> tuple[bool, Review | BaseException | None]:
-                finished = run.finished  # read first: then every edit is in this build
-                run.rebuild_proposal()
+            def prepare() -> None:
                 if run is self.answer:  # a finished answer's hunks: recorded here, off the UI
                     self.station.record_hunks_shown(run)  # thread, before any redraw shows them
                     warm_bodies(run.hunks, run.hunk_context(), HunkView.body_width)  # highlighted here too
+
+            def rebuild() -> tuple[bool, Review | BaseException | None]:
+                finished = run.finished  # read first: then every edit is in this build
+                self._diffed = (run, _coverage(run))  # read before: the build has these at least
+                run.rebuild_proposal()
+                if not finished:
+                    prepare()
+                    return False, None
                 # the final state is reviewed in this same thread call: a hop back to the UI
                 # thread to draw its hunks first, and another to start the review, cost
-                # 50-120 ms after the last token (the review's draw shows them a moment later)
-                return finished, review() if finished else None
+                # 50-120 ms after the last token (the review's draw shows them a moment
+                # later); its record and highlighting meanwhile, beside the review, which
+                # mostly waits for the duplicate checks and the slop worker (in a row they
+                # put 40-70 ms between the diff and the review)
+                side = _SIDE.submit(prepare)
+                reviewed = review()
+                side.result()
+                return True, reviewed
 
             while self._rebuild_needed:
                 self._rebuild_needed = False
@@ -638,8 +663,9 @@ class SparkApp(App):
                 built_final, reviewed = await asyncio.to_thread(rebuild)
                 if built_final:
                     self._diffed_final = run
-                else:  # the final one is verified once shown (_finish_answer)
-                    self.verify.proposal_changed(run)
+                else:  # the final one is verified once shown (_finish_answer): after the end
+                    if not run.finished:  # nothing else is (a pass diffed before it would go
+                        self.verify.proposal_changed(run)  # to the verifier as final)
                     if run is self.answer:  # the hunks as matched now (new ones mounted, the rest
                         self._sync_diff()  # kept): on screen before their review, which may take long
                     reviewed = await asyncio.to_thread(review)
@@ -650,8 +676,8 @@ class SparkApp(App):
                     reviewed = Review()
                 if run is self.answer:
                     self.review = reviewed
-                if built_final:
-                    self._final_rebuilt = run
+                if built_final or (run.finished and self._diffed == (run, _coverage(run))):
+                    self._final_rebuilt = run  # (the latter: built before the end, with every edit)
             if run is self.answer:
                 if self.station.hunks_unrecorded(run):  # (the rebuild's thread recorded them)
                     await asyncio.to_thread(self.station.record_hunks_shown, run)  # disk, off the UI thread
