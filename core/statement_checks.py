@@ -4,23 +4,27 @@ Why: while an answer streams, each rebuild changes one block of one file, but th
 checked every function of the file that an added line touches, in the whole file's text
 (~1 ms a function, and a 2,500-line text sent to the indexer each time); at the last token
 the files changed since their last review were checked whole again (20-100 ms each). Here a
-file is cut into its top-level statements (`pyparse.segments`, remembered by text); the
-statements holding added lines are checked once per (text, added rows) and their matches
+file is cut into its top-level statements where the check itself cuts it
+(`normalize.top_level_starts`, no parse); the statements holding added lines are checked
+once per (text, added rows) and their matches
 kept relative to the statement's first line, so a statement unchanged since any earlier
 pass (only moved) costs nothing. The statements not yet known go to the index in one call,
 one after the other.
 
-Equal to one whole-file check: a function, its class and its nested functions lie in one
-top-level statement, so each statement's matches are those of the whole check there
-(tests/core/test_statement_checks.py compares them on real files). Where two statements
-define the same top-level name (a nested function's "paired outer" could then be the other
-one), the whole file is checked.
+Equal to one whole-file check: the check parses the statements holding the lines it is
+given, each alone, where `top_level_starts` cuts (a whole tolerant parse only when one does
+not parse alone: then the whole file is checked here too); a function, its class and its
+nested functions lie in one top-level statement, so each statement's matches are those of
+the whole check there (tests/core/test_statement_checks.py compares them on real files).
+Where two statements define the same top-level name (a nested function's "paired outer"
+could then be the other one), the whole file is checked.
 """
 
 from __future__ import annotations
 
 import bisect
 import dataclasses
+import itertools
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Sequence
@@ -32,8 +36,49 @@ Check = Callable[..., Sequence[Any]]  # DuplicateIndex.check_source(source, path
 MEMO_SIZE = 2048  # statements remembered per answer (8 answers kept)
 
 
-def _nothing(_module: Any) -> None:
-    """Segments' summary: only where they are (module-level: the memo's key)."""
+@dataclasses.dataclass(frozen=True, slots=True)
+class Statement:
+    """Lines first..last (1-based) of a file: one top-level statement as the check cuts it."""
+
+    first: int
+    last: int
+    text: str  # its lines joined by "\n", with a final "\n"
+
+
+_CUTS: OrderedDict[str, list[Statement] | None] = OrderedDict()
+_CUTS_LOCK = threading.Lock()
+
+
+def statements(text: str) -> list[Statement] | None:
+    """The file's top-level statements where the duplicate check cuts it (None: a lone CR
+    or code indented before any top-level line: check the whole file). The last 16 texts'
+    cuts are remembered (a pass asks for a text its slop and the previous pass cut)."""
+    with _CUTS_LOCK:
+        if text in _CUTS:
+            return _CUTS[text]
+    from core.detectors.normalize import top_level_starts
+
+    plain = text.replace("\r\n", "\n")
+    starts = None if "\r" in plain else top_level_starts(plain)
+    out = None
+    if starts is not None:
+        rows = plain.split("\n")
+        bounds = [*starts, len(rows)]
+        out = [Statement(a + 1, b, "\n".join(rows[a:b]) + "\n") for a, b in itertools.pairwise(bounds)
+               if b > a]
+    with _CUTS_LOCK:
+        _CUTS[text] = out
+        while len(_CUTS) > 16:
+            _CUTS.popitem(last=False)
+    return out
+
+
+def _parses_alone(statement: Statement) -> bool:
+    try:
+        pyparse.parse(statement.text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
 
 
 class StatementChecks:
@@ -54,10 +99,10 @@ class StatementChecks:
         """What `check(text, path, lines=lines)` returns, from the statements' memo, in
         file order (by `new_line`; one function's twins in the check's order)."""
         rows = sorted(set(lines))
-        segs = pyparse.segments(text, _nothing)
+        segs = statements(text)
         if segs is None or not rows:
             return self._whole(text, path, rows)
-        wanted: list[tuple[pyparse.Segment, tuple[int, ...]]] = []
+        wanted: list[tuple[Statement, tuple[int, ...]]] = []
         for seg in segs:
             lo, hi = bisect.bisect_left(rows, seg.first), bisect.bisect_right(rows, seg.last)
             if lo < hi:
@@ -65,6 +110,10 @@ class StatementChecks:
         known: dict[int, tuple[Any, ...]] = {}
         waits: dict[int, threading.Event] = {}
         mine: list[int] = []
+        with self._lock:
+            unknown = [seg for seg, rel in wanted if (path, seg.text, rel) not in self._memo]
+        if not all(_parses_alone(seg) for seg in unknown):  # the check parses the whole file
+            return self._whole(text, path, rows)
         with self._lock:
             for n, (seg, rel) in enumerate(wanted):
                 key = (path, seg.text, rel)
@@ -104,7 +153,7 @@ class StatementChecks:
     def _whole(self, text: str, path: str, rows: list[int]) -> list[Any]:
         return sorted(self.check(text, path, lines=rows), key=lambda m: m.new_line)
 
-    def _check_missing(self, path: str, todo: list[tuple[pyparse.Segment, tuple[int, ...]]]
+    def _check_missing(self, path: str, todo: list[tuple[Statement, tuple[int, ...]]]
                        ) -> dict[int, tuple[Any, ...]]:
         """One check of the statements not known yet, one after the other (each parses
         alone, so together they parse as in the file), its matches split back to them,
@@ -114,11 +163,10 @@ class StatementChecks:
         asked: list[int] = []
         line = 1
         for seg, rel in todo:
-            text = seg.text if seg.text.endswith("\n") else seg.text + "\n"
-            parts.append(text)
+            parts.append(seg.text)
             starts.append(line)
             asked.extend(line + r for r in rel)
-            line += text.count("\n")
+            line += seg.last - seg.first + 1
         found = self.check("".join(parts), path, lines=asked)
         per: dict[int, list[Any]] = {n: [] for n in range(len(todo))}
         for match in found:
