@@ -423,8 +423,10 @@ class Workstation:
 
         `stale` is asked between files: when it says a newer rebuild waits, the review stops
         with ReviewSuperseded instead of finishing a state nobody will see (the files done so
-        far stay memoized; each pass reviews one file at least). A file's duplicate check is
-        sent to the indexer process first, so it runs there while this thread runs slop."""
+        far stay memoized; each pass reviews one file at least). Every file's slop goes to
+        the worker process and its duplicate check to the indexer at the start, per statement
+        (`StatementChecks`: a statement checked in an earlier pass is not checked again), so
+        they run there while this thread collects them file by file."""
         review = Review()
         proposal = run.proposal
         if proposal is None:
@@ -443,7 +445,7 @@ class Workstation:
                         review.findings.append(Finding(severity, "sensitive", verdict.message, hunk.id))
         keys = [(fp.path, hash(fp.old_text), hash(fp.new_text), self.dups_ready) for fp in proposal.files]
         # files to review, the one reviewed longest ago first (a file that changes on every pass
-        # must not keep the others waiting); each one's duplicate check is sent one file ahead
+        # must not keep the others waiting)
         todo = sorted((i for i, key in enumerate(keys) if key not in self._file_reviews),
                       key=lambda i: self._reviewed_at.get(keys[i][0], -1))
         parts = {i: self._file_reviews.get(key) for i, key in enumerate(keys)}
