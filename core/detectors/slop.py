@@ -5,6 +5,11 @@ that should be comprehensions, comments that restate the line below, dead branch
 ``analyze_change`` runs ruff (for the rules it has) and our own rules on the edited
 file's new text and keeps only findings that touch added lines, so a user is never
 blamed for the code that was already there. The score is findings per 100 added lines.
+
+Given the added lines, the work follows what changed, not the file: only the top-level
+statements holding added lines are parsed (the others' summaries are remembered by text,
+slop_rules.partial_tree), our rules' answers per statement are remembered, and ruff reads
+those statements plus the module-level code they may refer to (slop_rules.ruff_text).
 """
 
 from __future__ import annotations
