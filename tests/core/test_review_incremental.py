@@ -10,7 +10,6 @@ proposal finds exactly what a new Workstation finds reviewing the same answer at
 from __future__ import annotations
 
 import shutil
-import subprocess
 import warnings
 from pathlib import Path
 
@@ -66,7 +65,6 @@ def test_review_after_a_stream_equals_review_from_scratch(tmp_path_factory: pyte
         names.append(f"pkg/m{k}.py")
         (root / "pkg").mkdir(exist_ok=True)
         shutil.copyfile(source, root / names[-1])
-    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
     texts = {name: read_text(root / name).split("\n") for name in names}
     defs = {name: [i for i, line in enumerate(texts[name]) if line.startswith("def ")] for name in names}
     answer = ["I will change three modules.\n"]
