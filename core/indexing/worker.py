@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.detectors.dup_store import SnapshotError
-from core.detectors.duplicates import DuplicateIndex, iter_python_files
+from core.detectors.duplicates import DuplicateIndex
 from core.detectors.normalize import FunctionUnit
 from core.indexing.cache import (
     CACHE_VERSION,
@@ -56,6 +56,7 @@ from core.indexing.cache import (
     cache_file,
     content_hash,
 )
+from core.indexing.pyfiles import python_files
 from core.indexing.treestate import TreeState, tree_state
 
 if TYPE_CHECKING:  # the map's modules (~50 ms of imports) load on first use: a second
@@ -348,8 +349,11 @@ class Indexer:
 
     # -- duplicate index ---------------------------------------------------------------
     def _python_files(self) -> list[str]:
+        """The tree's .py files at the start (walked, or the last walk's listing where no
+        folder changed since: see pyfiles.py)."""
         if not hasattr(self, "_py_files"):
-            self._py_files = list(iter_python_files(self.root))
+            record = None if self.cache_file is None else self.cache_file.with_suffix(".pyfiles")
+            self._py_files = python_files(self.root, record)
         return self._py_files
 
     def build_dups(self) -> None:
