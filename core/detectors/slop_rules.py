@@ -16,9 +16,10 @@ import itertools
 import re
 import threading
 import tokenize
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from core import pyparse
 from core.detectors.ruff_rules import RawFinding
@@ -361,6 +362,7 @@ class PartialModule(ast.Module):
     that needs every statement's inside asks `complete()`: one parse of the whole file."""
 
     source: str = ""
+    segments: tuple[pyparse.Segment, ...] = ()  # the file's, in order (their summaries)
     _complete: ast.Module | None = None
 
     def complete(self) -> ast.Module:
@@ -373,13 +375,23 @@ def parse_file(text: str) -> ast.Module:
     return pyparse.parse(text)
 
 
-_Summary = tuple[tuple[int, int, tuple[int, ...], str | None], ...]
+class _Stmt(NamedTuple):
+    """What a segment's summary keeps of one top-level statement (lines relative to the
+    segment, 1-based)."""
+
+    first: int  # decorators included
+    last: int
+    rows: tuple[int, ...]  # its multi-line strings' rows, relative to `first`
+    stub: str | None  # for a def or class, the one line that binds its name the same way
+    # the literals SLOP006 reads in its function code, in the rule's order: (dump, line, end)
+    displays: tuple[tuple[str, int, int], ...]
+
+
+_Summary = tuple[_Stmt, ...]
 
 
 def _summary(module: ast.Module) -> _Summary:
-    """Per top-level statement of a segment parsed alone: its first and last line (1-based
-    in the segment), its multi-line strings' rows relative to its first line, and for a
-    def or class the one line that binds its name the same way (`ruff_text`)."""
+    """Per top-level statement of a segment parsed alone: see `_Stmt`."""
     out = []
     for node in module.body:
         first, last = statement_lines(node)
@@ -389,8 +401,51 @@ def _summary(module: ast.Module) -> _Summary:
             stub = f"class {node.name}: ..."
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             stub = f"{'async ' if isinstance(node, ast.AsyncFunctionDef) else ''}def {node.name}(): ..."
-        out.append((first, last, rows, stub))
+        out.append(_Stmt(first, last, rows, stub, _statement_displays(node)))
     return tuple(out)
+
+
+def _statement_displays(statement: ast.stmt) -> tuple[tuple[str, int, int], ...]:
+    """The literals `repeated_literals` compares in one top-level statement, in the order
+    it meets them: each outermost function in breadth-first order (as `ast.walk` meets
+    them), and within one, its nodes in walk order, skipping literals inside literals.
+    A whole file's SLOP006 findings follow from these lists, statement after statement
+    (`_repeated_literals_of`), without a tree of the file."""
+    out: list[tuple[str, int, int]] = []
+    todo: deque[ast.AST] = deque([statement])
+    while todo:
+        node = todo.popleft()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out.extend(_function_displays(node))  # its nested functions walked with it
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+    return tuple(out)
+
+
+def _function_displays(func: ast.AST) -> list[tuple[str, int, int]]:
+    nested: set[int] = set()  # a literal's items: rows of a data table, not compared
+    out = []
+    for node in ast.walk(func):
+        if isinstance(node, (ast.List, ast.Set, ast.Tuple, ast.Dict)):
+            nested.update(id(c) for c in ast.iter_child_nodes(node))
+        if id(node) in nested or not isinstance(node, ast.expr) or not _constant_display(node):
+            continue
+        out.append((ast.dump(node), node.lineno, node.end_lineno or node.lineno))
+    return out
+
+
+def _repeated_literals_of(tree: PartialModule) -> Iterator[RawFinding]:
+    """`repeated_literals` of the whole file, from its segments' summaries."""
+    first_seen: dict[str, int] = {}
+    for seg in tree.segments:
+        for stmt in seg.summary:
+            for key, line, end in stmt.displays:
+                row, end_row = seg.first + line - 1, seg.first + end - 1
+                if key not in first_seen:
+                    first_seen[key] = row
+                    continue
+                yield RawFinding("SLOP006", row, end_row, f"this literal repeats the one on line {first_seen[key]}",
+                                 EXPLAIN["SLOP006"])
 
 
 _FILE_DIRECTIVE = re.compile(r"#\s*(?:ruff|flake8)\s*:\s*noqa", re.IGNORECASE)
@@ -440,7 +495,7 @@ def _ruff_text(text: str, added: set[int]) -> str:
         hot = i < len(rows) and rows[i] <= seg.last
         if hot and _IMPORT_LINE.search(seg.text):
             return text
-        if hot or any(stub is None for *_, stub in seg.summary):
+        if hot or any(stmt.stub is None for stmt in seg.summary):
             out.append(seg.text)
             continue
         j = bisect.bisect_left(scoping, seg.first)
@@ -461,8 +516,8 @@ def _stubbed(seg: pyparse.Segment) -> str:
         known = _STUBS.get(seg.text)
     if known is None:
         kept = [""] * (seg.last - seg.first + 1)
-        for first, _last, _rows, stub in seg.summary:
-            kept[first - 1] = stub or ""
+        for stmt in seg.summary:
+            kept[stmt.first - 1] = stmt.stub or ""
         known = "\n".join(kept) + ("\n" if seg.text.endswith("\n") else "")
         with _RULE_LOCK:
             _STUBS[seg.text] = known
@@ -491,18 +546,19 @@ def partial_tree(text: str, added: set[int]) -> PartialModule | None:
     body: list[ast.stmt] = []
     for seg in segs:
         hot = touched(seg)
-        if hot and any(stub is not None and stub.startswith("class ") for *_, stub in seg.summary):
+        if hot and any(stmt.stub is not None and stmt.stub.startswith("class ") for stmt in seg.summary):
             body.extend(parsed.setdefault(seg.first, seg.parse().body))  # Scope.of enters classes
             continue
-        for index, (first, last, strings, _stub) in enumerate(seg.summary):
-            node = Elided(lineno=seg.first + first - 1, end_lineno=seg.first + last - 1,
+        for index, stmt in enumerate(seg.summary):
+            node = Elided(lineno=seg.first + stmt.first - 1, end_lineno=seg.first + stmt.last - 1,
                           col_offset=0, end_col_offset=0)
-            node.string_rows = strings
+            node.string_rows = stmt.rows
             if hot:
                 node.segment, node.index, node.parsed = seg, index, parsed
             body.append(node)
     tree = PartialModule(body=body, type_ignores=[])
     tree.source = text
+    tree.segments = tuple(segs)
     return tree
 
 
@@ -769,6 +825,15 @@ def _restating_in(text: str, tree: ast.Module, scope: Scope) -> Iterable[RawFind
 def _literals_in(text: str, tree: ast.Module, scope: Scope) -> Iterable[RawFinding]:
     """SLOP006 compares each literal with every one before it in the file: run it over
     the whole file, but only when an added line holds a literal it could report."""
+    if isinstance(tree, PartialModule):  # the file's literals are in its segments' summaries
+        rows = sorted(scope.added)
+        for seg in tree.segments:
+            i = bisect.bisect_left(rows, seg.first)
+            if i < len(rows) and rows[i] <= seg.last and any(
+                    scope.touches(seg.first + a - 1, seg.first + b - 1)
+                    for stmt in seg.summary for _key, a, b in stmt.displays):
+                return list(_repeated_literals_of(tree))
+        return []
     lines = scope.lines(text)
     spans = []
     for node in scope.statements:

@@ -291,3 +291,27 @@ def test_ruff_text_keeps_what_the_edited_statements_may_refer_to() -> None:
     assert slop_rules.ruff_text(RUFF_CASES, _rows(RUFF_CASES, "names.append")) == RUFF_CASES
     noqa = "# ruff: noqa: F401\n" + RUFF_CASES
     assert slop_rules.ruff_text(noqa, {30}) == noqa
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_repeated_literals_from_summaries_equal_the_whole_trees(data: st.DataObject) -> None:
+    """SLOP006 over the whole file, read from the segments' summaries (no tree of the
+    file), gives the findings of the rule over one parse, in the same order."""
+    _, text = _real_file(data)
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return
+    partial = slop_rules.partial_tree(text, {1})
+    if partial is None:
+        return
+    assert list(slop_rules._repeated_literals_of(partial)) == list(slop_rules.repeated_literals(text, tree))
+
+
+def test_repeated_literals_from_summaries_on_a_class() -> None:
+    partial = slop_rules.partial_tree(CLASSY, {row("kinds = (")})
+    assert partial is not None
+    found = list(slop_rules._repeated_literals_of(partial))
+    assert found == list(slop_rules.repeated_literals(CLASSY, ast.parse(CLASSY)))
+    assert [f.rule_id for f in found] == ["SLOP006"]  # kinds() repeats save()'s tuple (the class-level one is data)
