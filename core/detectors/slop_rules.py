@@ -11,6 +11,7 @@ import ast
 import bisect
 import dataclasses
 import functools
+import hashlib
 import io
 import itertools
 import re
@@ -383,7 +384,8 @@ class _Stmt(NamedTuple):
     last: int
     rows: tuple[int, ...]  # its multi-line strings' rows, relative to `first`
     stub: str | None  # for a def or class, the one line that binds its name the same way
-    # the literals SLOP006 reads in its function code, in the rule's order: (dump, line, end)
+    # the literals SLOP006 reads in its function code, in the rule's order: (digest of the
+    # dump, line, end)
     displays: tuple[tuple[str, int, int], ...]
 
 
@@ -430,7 +432,9 @@ def _function_displays(func: ast.AST) -> list[tuple[str, int, int]]:
             nested.update(id(c) for c in ast.iter_child_nodes(node))
         if id(node) in nested or not isinstance(node, ast.expr) or not _constant_display(node):
             continue
-        out.append((ast.dump(node), node.lineno, node.end_lineno or node.lineno))
+        # the dump's digest: what the rule compares, without keeping a big table's text
+        key = hashlib.blake2b(ast.dump(node).encode(), digest_size=16).hexdigest()
+        out.append((key, node.lineno, node.end_lineno or node.lineno))
     return out
 
 
