@@ -37,6 +37,7 @@ CHECK_TIMEOUT_S = 5.0
 MAX_NOTES = 20
 PRELOAD_FRESH_S = 10.0  # a preload older than this when the service starts is done again
 WARM_AFTER_FRAME_S = 3.0  # the longest the ranks' warm-up and the indexer's start wait for the app's first frame
+WARM_AFTER_DUPS_S = 2.0  # ... and the longest the warm-up then waits for the duplicate index
 
 
 @dataclass(frozen=True)
@@ -418,16 +419,19 @@ class IndexService:
         return key
 
     def _warm_after_first_frame(self) -> None:
-        """Warm the ranks now, or (an app that preloaded, its first frame not yet shown)
-        in a thread of its own once the frame is up: at load 6 the warm-up running
-        beside the app's start delayed its first frame by 0.7-2.6 s."""
+        """Warm the ranks in a thread of its own, once the app's first frame is up (at
+        load 6 the warm-up running beside the app's start delayed that frame by 0.7-2.6 s)
+        and the duplicate index is ready or WARM_AFTER_DUPS_S has passed: the warm-up
+        (~0.5 s of this process's CPU) beside the niced indexer's start held a second
+        launch's duplicates back under load, while it only speeds up a first request."""
         gate = self._first_frame
-        if gate is None or gate.is_set():
-            self._warm_ranks()
-            return
 
         def later() -> None:
-            gate.wait(WARM_AFTER_FRAME_S)
+            if gate is not None:
+                gate.wait(WARM_AFTER_FRAME_S)
+            with self._changed:
+                self._changed.wait_for(lambda: self._state.dups_complete
+                                       or self._state.mode in {"failed", "stopped"}, WARM_AFTER_DUPS_S)
             self._warm_ranks()
 
         threading.Thread(target=later, name="spark-index-warm", daemon=True).start()
