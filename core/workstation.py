@@ -480,7 +480,11 @@ class Workstation:
             while len(self._dup_queued) > 8:
                 self._dup_queued.pop(next(iter(self._dup_queued)))
         for n, i in enumerate(todo):
-            if n and stale is not None and stale():  # one file per pass at least: progress
+            # one file per pass at least while the answer streams: progress; once it has
+            # finished, the pass that supersedes is its last one, so this one gives way at
+            # once (the app's final rebuild waited 150-350 ms for a first file's slop)
+            first_may_go = run.finished
+            if (n or first_may_go) and stale is not None and stale():
                 raise ReviewSuperseded("a newer rebuild of the answer is waiting")
             if n + 1 < len(todo):
                 ahead = proposal.files[todo[n + 1]]
@@ -489,7 +493,7 @@ class Workstation:
 
                     prefetch(ahead.path, ahead.new_text, set(_added_lines(_new_ranges(ahead))))
             job = slop.get(i)
-            if n and stale is not None and job is not None:  # the file's slop is computed in the
+            if (n or first_may_go) and stale is not None and job is not None:  # the file's slop is computed in the
                 self._wait_for(job, stale)  # worker: a newer rebuild need not wait for it here
             parts[i] = self._file_reviews[keys[i]] = self._review_file(proposal.files[i], checks.pop(i), job)
             self._review_count += 1

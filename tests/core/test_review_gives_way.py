@@ -1,0 +1,44 @@
+"""A review pass superseded by a newer rebuild: while the answer streams it reviews one file
+at least (progress); once the answer has finished, the pass that supersedes it is the last,
+so it gives way before its first file (the app's final rebuild waited for that file)."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.answer import AnswerRun
+from core.detectors import slop_worker
+from core.workstation import ReviewSuperseded, Workstation
+
+SOURCE = "def {name}(items):\n    out = []\n    for item in items:\n        out.append(item)\n    return out\n"
+
+
+def _answer(names: list[str]) -> str:
+    blocks = []
+    for name in names:
+        search = SOURCE.format(name=name).splitlines()[:2]
+        replace = [search[0], "    out = list()"]
+        blocks.append(f"pkg/{name}.py\n```python\n<<<<<<< SEARCH\n" + "\n".join(search) + "\n=======\n"
+                      + "\n".join(replace) + "\n>>>>>>> REPLACE\n```\n")
+    return "I will change two modules.\n\n" + "\n".join(blocks)
+
+
+@pytest.mark.parametrize("finished, reviewed", [(False, 1), (True, 0)])
+def test_a_superseded_pass_gives_way_before_its_first_file_only_once_the_answer_finished(
+        tmp_path, monkeypatch, finished, reviewed):
+    monkeypatch.setenv(slop_worker.ENV, "0")
+    names = ["alpha", "beta"]
+    (tmp_path / "pkg").mkdir()
+    for name in names:
+        (tmp_path / "pkg" / f"{name}.py").write_text(SOURCE.format(name=name))
+    station = Workstation(tmp_path)
+    run = AnswerRun(station.workspace, "change", "spark")
+    run.feed(_answer(names), 60)
+    if finished:
+        run.finish("stop")
+    run.rebuild_proposal()
+    assert len(run.proposal.files) == 2
+    with pytest.raises(ReviewSuperseded):
+        station.review(run, stale=lambda: True)
+    assert station._review_count == reviewed
+    assert station.review(run).findings is not None  # nothing newer: the pass completes
