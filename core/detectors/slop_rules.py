@@ -630,8 +630,12 @@ def _substantial(line: str) -> bool:
     return len(re.sub(r"\W", "", s)) >= 8 and not s.startswith(("#", "@", "def ", "class "))
 
 
-def repeated_blocks(text: str, tree: ast.Module | None) -> Iterator[RawFinding]:
-    """SLOP005: the same run of REPEATED_BLOCK_LINES substantial code lines seen earlier."""
+def repeated_blocks(text: str, tree: ast.Module | None, until: int | None = None) -> Iterator[RawFinding]:
+    """SLOP005: the same run of REPEATED_BLOCK_LINES substantial code lines seen earlier.
+
+    With `until` (a line number), the scan stops at the first run that starts after it:
+    the findings up to there are the whole scan's (a run is reported from what lies
+    before it), and none after can touch a line up to `until`."""
     lines = text.split("\n")
     # the statements' rows are remembered by their lines, which a lone '\r' makes differ
     # from the parser's
@@ -642,7 +646,10 @@ def repeated_blocks(text: str, tree: ast.Module | None) -> Iterator[RawFinding]:
     seen: dict[tuple[str, ...], int] = {}
     reported_until = -1
     n = REPEATED_BLOCK_LINES
+    last = len(lines) if until is None else until
     for j in range(len(rows) - n + 1):
+        if rows[j] >= last:  # starts after line `until`
+            break
         # only contiguous blocks with real content (tested before the window is built)
         if rows[j + n - 1] - rows[j] != n - 1 or sum(sizes[j : j + n]) < REPEATED_BLOCK_CHARS:
             continue
@@ -877,9 +884,10 @@ def _on_statements(rule: Rule) -> Callable[[str, ast.Module, Scope], Iterable[Ra
 _PER_FUNCTION = frozenset({len_comparisons, long_functions, deep_nesting})
 
 # How each rule runs on a scope; a rule not listed here runs on the whole file.
-# repeated_blocks stays whole-file: a block repeats one anywhere before it (it is a
-# cheap line scan).
+# repeated_blocks scans the file up to the last added line: a block repeats one anywhere
+# before it (a cheap line scan).
 _SCOPED: dict[Rule, Callable[[str, ast.Module, Scope], Iterable[RawFinding]]] = {
+    repeated_blocks: lambda text, tree, scope: repeated_blocks(text, tree, max(scope.added, default=0)),
     restating_comments: _restating_in,
     len_comparisons: _on_statements(len_comparisons),
     long_functions: _on_statements(long_functions),
