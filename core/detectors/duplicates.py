@@ -260,6 +260,25 @@ def iter_python_files(root: Path, dir_times: dict[str, int] | None = None) -> It
                     yield rel
 
 
+_WARM_SOURCE = """\
+def _spark_warm_up(items, factor):
+    total = 0
+    for item in items:
+        if item is None:
+            continue
+        total += item * factor
+    return total
+
+
+class _SparkWarmUp:
+    def value(self, key, default=None):
+        try:
+            return self.table[key]
+        except KeyError:
+            return default
+"""
+
+
 def _drop_inner_of_paired_outer(matches: list[DuplicateMatch]) -> list[DuplicateMatch]:
     """A nested function whose outer function matched the twin's outer function says
     nothing new: the copy of the outer function is the finding."""
@@ -729,6 +748,14 @@ class DuplicateIndex:
                         )
                     )
         return _drop_inner_of_paired_outer(results)
+
+    def warm_up(self) -> None:
+        """Run one small check so the first real one finds nothing cold: the first check
+        of a process imported numpy.ma (~12 ms) and the aligner's rapidfuzz, and at the
+        end of an app's first answer those waited in line before its review (a first
+        answer's checks took 80-156 ms, later ones 2-15 ms)."""
+        _Aligner("warm").ratio("warm up", 1.0)
+        self.check_source(_WARM_SOURCE, "\0warm-up")
 
     def pairs(self) -> list[ClonePair]:
         """Each function paired with its best twin, once per pair, sorted by path and line.

@@ -401,6 +401,7 @@ class Indexer:
         if self.cache is not None:
             self.cache.commit()
         self.send("dups", self.dups_total, self.dups_total, True)
+        self._warm_up_checks()
         self.store_dups_snapshot()
 
     # -- duplicate index snapshot (one memory-mapped file beside the cache) ------------------
@@ -476,10 +477,19 @@ class Indexer:
                 return True
         self.dups_files = len(files)
         self.send("dups", self.dups_total, self.dups_total, True)
+        self._warm_up_checks()
         if len(todo) + len(stale) > max(64, len(files) // 20):
             self.await_cache()
             self.store_dups_snapshot()
         return True
+
+    def _warm_up_checks(self) -> None:
+        """One check of a small snippet now, so the app's first real one finds nothing
+        cold (DuplicateIndex.warm_up); a failure here is the real check's to report."""
+        try:
+            self.dups.warm_up()
+        except Exception:  # noqa: BLE001, S110 -- an optimisation only
+            pass
 
     def store_dups_snapshot(self) -> None:
         """Freeze the duplicate index and store it for the next launch."""

@@ -172,3 +172,24 @@ def test_the_apps_preload_starts_the_child_of_a_large_tree(tmp_path, monkeypatch
             assert _answers(svc.check_source, root) == _fresh(root)
         finally:
             svc.stop()
+
+
+def test_a_thread_indexer_is_asked_directly_and_warmed_up(tmp_path, monkeypatch):
+    """In thread mode a check runs on the asker's thread against the indexer's index (no
+    round trip through the indexer's loop, which is made to refuse checks here), and the
+    warm-up check the indexer ran when the index was ready left it as it was."""
+    root, cache_dir = _first_launch(tmp_path)
+    real_handle = worker.Indexer.handle
+
+    def no_checks(self, msg):
+        assert msg[0] != "check", "a thread indexer's check went through its loop"
+        return real_handle(self, msg)
+
+    monkeypatch.setattr(worker.Indexer, "handle", no_checks)
+    svc = _service(root, cache_dir)
+    try:
+        assert svc.snapshot().mode == "thread"
+        assert _answers(svc.check_source, root) == _fresh(root)
+        assert "\0warm-up" not in svc._local_dups.files()
+    finally:
+        svc.stop()
