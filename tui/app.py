@@ -664,6 +664,10 @@ class SparkApp(App):
                 if built_final:
                     self._diffed_final = run
                 else:  # the final one is verified once shown (_finish_answer): after the end
+                    if run.finished and self._rebuild_needed:
+                        continue  # diffed before the end; the final state waits: neither drawn
+                        # nor reviewed (a review's set-up, its checks and slop jobs, took
+                        # 100-160 ms before it gave way, and its checks queued before the final's)
                     if not run.finished:  # nothing else is (a pass diffed before it would go
                         self.verify.proposal_changed(run)  # to the verifier as final)
                     if run is self.answer:  # the hunks as matched now (new ones mounted, the rest
