@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.syntax import Syntax
 from rich.text import Text
+from textual.content import Content
 
 from tui.widgets import diff_render
 
@@ -66,3 +67,32 @@ def test_an_unknown_language_falls_back_to_plain_text():
     lines = ["some words\n", "and more\n"]
     assert _drawn(diff_render.highlight_lines("notes.unknown-ext", lines)) == \
         _drawn(_reference("notes.unknown-ext", lines, "monokai"))
+
+
+@st.composite
+def pendings(draw):
+    """A block being written over real lines: its stage, path (known, unknown or none yet)
+    and how far it got (enough lines to hide some above the tail)."""
+    path, lines = draw(runs_of_lines())
+    text = "".join(lines)
+    cut = draw(st.integers(0, len(text)))
+    stage = draw(st.sampled_from(["search", "replace"]))
+    search, replace = (text[:cut], "") if stage == "search" else (text, text[:cut])
+    path = draw(st.sampled_from([path, "notes.unknown-ext", ""]))
+
+    class Pending:
+        pass
+
+    pending = Pending()
+    pending.path, pending.stage, pending.search, pending.replace = path, stage, search, replace
+    return pending
+
+
+@settings(max_examples=60, deadline=None)
+@given(pendings(), st.integers(1, 25))
+def test_pending_content_is_the_pending_text_converted(pending, tail):
+    """pending_content converts each line once; it is exactly Content.from_rich_text of
+    render_pending's Text (what the widget drew before)."""
+    expected = Content.from_rich_text(diff_render.render_pending(pending, tail))
+    got = diff_render.pending_content(pending, tail)
+    assert (got.plain, list(got.spans)) == (expected.plain, list(expected.spans))

@@ -21,7 +21,7 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Static
 
-from tui.widgets.diff_render import body_content, body_key, hunk_head, render_pending
+from tui.widgets.diff_render import body_content, body_key, hunk_head, pending_content
 
 
 def same_content(a: object, b: object) -> bool:
@@ -127,19 +127,17 @@ class PendingBlock(Widget):
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
-        self._text = Text()
+        self._content = Content("")
         self._lines = 0
 
-    def show(self, text: Text) -> None:
-        text.no_wrap = True
-        text.overflow = "ellipsis"
-        lines = text.plain.count("\n") + 1
-        self._text = text
+    def show(self, content: Content) -> None:
+        lines = content.plain.count("\n") + 1
+        self._content = content
         self.refresh(layout=lines != self._lines)
         self._lines = lines
 
-    def render(self) -> Text:
-        return self._text
+    def render(self) -> Content:
+        return self._content
 
     def get_content_height(self, container, viewport, width: int) -> int:
         return self._lines
@@ -245,7 +243,7 @@ class DiffView(VerticalScroll, can_focus=True):
         if pending is None:
             widget.display = False
             return
-        widget.show(render_pending(pending))
+        widget.show(pending_content(pending))
         widget.display = True
 
     def sync(self, hunks: list, states: dict[str, str], badges: dict[str, str] | None = None,
