@@ -18,7 +18,7 @@ class Finding:
     """One thing a detector or guard wants the user to see before accepting."""
 
     severity: str  # "info" | "warning" | "error"
-    kind: str  # "duplicate" | "slop" | "secret" | "sensitive" | "parse" | "match"
+    kind: str  # "duplicate" | "slop" | "secret" | "sensitive" | "parse" | "match" | "unchecked" (a check that did not run)
     message: str
     hunk_id: str | None = None
 

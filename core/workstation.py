@@ -19,6 +19,7 @@ from core.answer import AnswerRun, HunkState
 from core.edits.hunks import Hunk
 from core.edits.proposal import ApplyResult, FileProposal
 from core.errors import SparkError
+from core.indexing.service import DuplicateCheckUnavailable
 from core.review import AcceptCheck, AcceptPolicy, Finding, Review, Verdict
 from core.statement_checks import StatementChecks
 from core.workspace.files import Workspace
@@ -495,7 +496,10 @@ class Workstation:
             job = slop.get(i)
             if (n or first_may_go) and stale is not None and job is not None:  # the file's slop is computed in the
                 self._wait_for(job, stale)  # worker: a newer rebuild need not wait for it here
-            parts[i] = self._file_reviews[keys[i]] = self._review_file(proposal.files[i], checks.pop(i), job)
+            done = self._review_file(proposal.files[i], checks.pop(i), job)
+            parts[i] = done
+            if not (self.dups_ready and any(f.kind == "unchecked" for f in done.findings)):
+                self._file_reviews[keys[i]] = done  # a check that failed is asked again by the next pass
             self._review_count += 1
             self._reviewed_at[keys[i][0]] = self._review_count
             while len(self._file_reviews) > 64:
@@ -592,11 +596,19 @@ class Workstation:
             from core.detectors.slop_worker import analyze_change_off_thread
 
             slop_job = analyze_change_off_thread(fp.path, fp.new_text, set(_added_lines(ranges)))
+        if dup_check is None and not self.dups_ready and any(hunk.new_lines for hunk in fp.hunks):
+            review.findings.append(Finding(  # reviewed again once the index is ready
+                "info", "unchecked", f"{fp.path}: not checked for duplicates yet (the duplicate index is being built)"))
         if dup_check is not None:
             try:
-                matches = dup_check.result()
-            except CancelledError:  # a newer pass of the answer dropped it before it started
-                matches = self.dups.check_source(fp.new_text, fp.path, lines=_added_lines(ranges))
+                try:
+                    matches = dup_check.result()
+                except CancelledError:  # a newer pass of the answer dropped it before it started
+                    matches = self.dups.check_source(fp.new_text, fp.path, lines=_added_lines(ranges))
+            except DuplicateCheckUnavailable as exc:  # not remembered: the next pass asks again
+                matches = []
+                review.findings.append(Finding("warning", "unchecked",
+                                               f"{fp.path}: not checked for duplicates: {exc}"))
             for match in matches:
                 hunk_id = _hunk_at(ranges, match.new_line)
                 if hunk_id is None:

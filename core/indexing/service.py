@@ -25,6 +25,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from core.errors import SparkError
+
 if TYPE_CHECKING:  # importing the map (numpy) here would delay the app's preload
     from core.context.repomap import RepoMap
     from core.indexing.treestate import TreeState
@@ -38,6 +40,10 @@ MAX_NOTES = 20
 PRELOAD_FRESH_S = 10.0  # a preload older than this when the service starts is done again
 WARM_AFTER_FRAME_S = 3.0  # the longest the ranks' warm-up and the indexer's start wait for the app's first frame
 WARM_AFTER_DUPS_S = 2.0  # ... and the longest the warm-up then waits for the duplicate index
+
+
+class DuplicateCheckUnavailable(SparkError):
+    """A duplicate check that did not run: the review says so instead of showing clean code."""
 
 
 @dataclass(frozen=True)
@@ -252,9 +258,11 @@ class IndexService:
     def check_source(self, source: str, path: str | None = None, *, lines: Iterable[int] | None = None,
                      timeout: float = CHECK_TIMEOUT_S) -> list:
         """Duplicate check of new code against the index as built so far (DuplicateMatch
-        list); [] when the indexer is not running or does not answer in time."""
+        list). Raises `DuplicateCheckUnavailable` when the check did not run (the indexer
+        is not running, does not answer in time, or failed): "not checked" must never read
+        as "no duplicates" (a review would show the code clean, and remember it so)."""
         if self._conn is None:
-            return []
+            raise DuplicateCheckUnavailable("the indexer is not running")
         local = self._local_dups
         if local is not None:
             # the indexer is a thread of this process: its index is asked directly (it is
@@ -262,9 +270,9 @@ class IndexService:
             # for GIL turns between three threads while the check itself took 2-15 ms
             try:
                 return list(local.check_source(source, path, lines=None if lines is None else set(lines)))
-            except Exception as exc:  # noqa: BLE001 -- one bad check must not break the review
+            except Exception as exc:  # one bad check must not break the review: it says so
                 self._note(f"duplicate check failed: {type(exc).__name__}: {exc}")
-                return []
+                raise DuplicateCheckUnavailable(f"the check failed: {type(exc).__name__}: {exc}") from exc
         req = next(self._ids)
         event = threading.Event()
         box: list[Any] = []
@@ -272,13 +280,13 @@ class IndexService:
         self._send(("check", req, source, path, None if lines is None else sorted(set(lines))))
         try:
             if not event.wait(timeout) or not box:
-                return []
+                raise DuplicateCheckUnavailable(f"the indexer did not answer within {timeout:g} s")
         finally:
             self._replies.pop(req, None)
         matches, error = box[0]
         if error is not None:
             self._note(f"duplicate check failed: {error}")
-            return []
+            raise DuplicateCheckUnavailable(f"the check failed: {error}")
         return list(matches or [])
 
     # -- internals ------------------------------------------------------------------------
