@@ -20,6 +20,7 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.content import Content
 from textual.geometry import Size
+from textual.visual import Visual
 
 from tui.widgets import diff_render
 from tui.widgets.diff_render import context_lines, diff_lines, hunk_header, render_hunk, warm_bodies
@@ -153,11 +154,19 @@ async def _compare(sequence: list[Shown]) -> None:
         assert drawn(incremental) == drawn(fresh)
         assert incremental.current_id == fresh.current_id
         # each hunk is laid out at its whole content's height (a header change that keeps
-        # the header's height repaints the hunk without a layout pass: HunkView.show)
+        # the header's height repaints the hunk without a layout pass: HunkView.show), and
+        # draws what its whole content draws, mouse offsets included (HunkVisual draws the
+        # head and the kept lines apart), at its width and at others
         for view in [*incremental.query(HunkView), *fresh.query(HunkView)]:
             whole = view.content
             assert isinstance(whole, Content)
             assert view.size.height == whole.get_height(view.styles, view.content_size.width), view.hunk_id
+            assert str(view.render()) == str(whole)
+            for width in (view.content_size.width, 9, 37):
+                for _ in range(2):  # the second time from the kept strips
+                    drawn_apart = Visual.to_strips(view, view.visual, width, None, view.visual_style)
+                    drawn_whole = Visual.to_strips(view, whole, width, None, view.visual_style)
+                    assert [repr(list(s)) for s in drawn_apart] == [repr(list(s)) for s in drawn_whole]
         total = len(last.hunks)
         for index, (hunk, (hid, plain, spans, _)) in enumerate(zip(last.hunks, drawn(fresh), strict=True), 1):
             # what Static.update draws from the whole Text, converted at once
