@@ -33,6 +33,9 @@ def test_main_screen_mid_stream(snap_compare, demo_root, core_url):
 
     async def freeze_mid_stream(pilot):
         await wait_for(pilot, lambda: app.client is not None, what="core connection")
+        # the review says "not checked for duplicates yet" while the index builds: the
+        # picture is of a review with its duplicate check, as nearly every answer's is
+        await wait_for(pilot, lambda: app.station.dups_ready, what="the duplicate index")
         run = AnswerRun(app.workspace, "Add a days_overdue(invoice, today) function", "spark")
         app._show_new_answer(run)  # as a prompt's answer starts: REVIEW mode, its transcript
         run.feed(answer[:cut], 0)
