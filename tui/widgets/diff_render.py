@@ -247,11 +247,18 @@ def render_pending(pending, tail_lines: int = PENDING_TAIL_LINES) -> Text:
     Only the last `tail_lines` lines are highlighted and drawn: the cost of a frame stays
     flat however long the block grows (a whole new file at 5,000 tokens/s).
     """
-    text = Text()
-    text.append(" writing ", style="reverse yellow")
-    text.append(f" {pending.path or '(path…)'}", style="bold")
-    text.append(f"  [{pending.stage}]\n", style="yellow")
-    path = pending.path or ""
+    text, old, new = _pending_head(pending, tail_lines)
+    text.append_text(diff_lines(pending.path or "", old, new, fast=True))
+    return text
+
+
+def _pending_head(pending, tail_lines: int) -> tuple[Text, list[str], list[str]]:
+    """The block's heading (path, stage, lines left out above) and the old and new lines
+    that fit in `tail_lines`: the new lines' tail first, then the old ones' that still fit."""
+    head = Text()
+    head.append(" writing ", style="reverse yellow")
+    head.append(f" {pending.path or '(path…)'}", style="bold")
+    head.append(f"  [{pending.stage}]\n", style="yellow")
     if pending.stage == "search":
         old, hidden = _tail(pending.search, tail_lines)
         new: list[str] = []
@@ -260,9 +267,8 @@ def render_pending(pending, tail_lines: int = PENDING_TAIL_LINES) -> Text:
         old, hidden_old = _tail(pending.search, max(0, tail_lines - len(new)))
         hidden += hidden_old
     if hidden:
-        text.append(f"   … {hidden} line(s) above\n", style="dim")
-    text.append_text(diff_lines(path, old, new, fast=True))
-    return text
+        head.append(f"   … {hidden} line(s) above\n", style="dim")
+    return head, old, new
 
 
 _PENDING_LINES: OrderedDict[tuple, Content] = OrderedDict()
@@ -295,21 +301,8 @@ def pending_content(pending, tail_lines: int = PENDING_TAIL_LINES) -> Content:
         theme = active_app.get().theme
     except LookupError:
         theme = None
-    head = Text()
-    head.append(" writing ", style="reverse yellow")
-    head.append(f" {pending.path or '(path…)'}", style="bold")
-    head.append(f"  [{pending.stage}]\n", style="yellow")
-    path = pending.path or ""
-    if pending.stage == "search":
-        old, hidden = _tail(pending.search, tail_lines)
-        new: list[str] = []
-    else:
-        new, hidden = _tail(pending.replace, tail_lines)
-        old, hidden_old = _tail(pending.search, max(0, tail_lines - len(new)))
-        hidden += hidden_old
-    if hidden:
-        head.append(f"   … {hidden} line(s) above\n", style="dim")
-    lexer = _lexer_for(path)
+    head, old, new = _pending_head(pending, tail_lines)
+    lexer = _lexer_for(pending.path or "")
     parts = [Content.from_rich_text(head)]
     for prefix, bg, lines in (("-", DEL_BG, old), ("+", ADD_BG, new)):
         parts.extend(_pending_line(lexer, prefix, bg, line.rstrip("\n"), theme) for line in lines)
