@@ -101,8 +101,11 @@ def _answer(files: dict[str, list[str]], rng: random.Random) -> str:
     return "\n".join(parts)
 
 
-def _setup(tmp: Path, lines_per_file: int) -> tuple[Path, Path]:
-    rng = random.Random(lines_per_file)
+def _setup(tmp: Path, lines_per_file: int, run: int) -> tuple[Path, Path]:
+    # each run its own tree and answer: the same text twice in one process would find the
+    # first run's process-wide memos (statements parsed, slop, highlighted lines) and time
+    # an answer nobody gets (a model's answer is new text)
+    rng = random.Random(f"{lines_per_file}-{run}")
     root = tmp / f"proj-{lines_per_file}"
     root.mkdir(parents=True)
     files = _tree(root, lines_per_file, rng)
@@ -137,12 +140,12 @@ def _cpu_s() -> float:
     return total
 
 
-async def _measure(tmp: Path, lines_per_file: int) -> dict[str, Any]:
+async def _measure(tmp: Path, lines_per_file: int, run: int = 0) -> dict[str, Any]:
     from core.embedded import EmbeddedCore
     from core.session import AnswerRun
     from tui.app import SparkApp
 
-    root, config = _setup(tmp, lines_per_file)
+    root, config = _setup(tmp, lines_per_file, run)
     core = EmbeddedCore(project_root=root, config_file=config)
     url = core.start()
     last_feed: list[float] = []
@@ -258,7 +261,7 @@ def main() -> None:
         # the generated stages have no tests; the fix loop must not send a second request
         os.environ.setdefault("SPARK_VERIFY_TESTS", "0")
         small = asyncio.run(_measure(Path(tmp) / "small", 250))
-        bigs = [asyncio.run(_measure(Path(tmp) / f"big{n}", 2500)) for n in range(runs)]
+        bigs = [asyncio.run(_measure(Path(tmp) / f"big{n}", 2500, n)) for n in range(runs)]
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     for r in (small, *bigs):
         print(f"6 files x {r['lines']:,} lines: {r['hunks']} hunks, {r['tokens']:,} tokens, {r['findings']} "
