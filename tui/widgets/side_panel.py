@@ -8,6 +8,8 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from tui.widgets.findings_list import FindingsList
+
 MAX_CHANGES = 12
 # What happened to a file, in words of the same width: "spark" is a write of ours.
 CHANGE_LABELS = {"added": "new  ", "modified": "edit ", "deleted": "del  ", "spark": "spark"}
@@ -42,7 +44,7 @@ class SidePanel(VerticalScroll):
         yield Static("Context", classes="title")
         yield Static("", id="context")
         yield Static("Findings", classes="title")
-        yield Static(Text("none yet", style="dim"), id="findings")
+        yield FindingsList(id="findings")  # "none yet" until the first review
         yield Static("Recent changes", classes="title")
         yield Static(Text("watching…", style="dim"), id="changes")
 
@@ -60,16 +62,12 @@ class SidePanel(VerticalScroll):
         self._show("changes", text)
 
     def set_findings(self, findings: list[tuple[str, str]]) -> None:
-        """findings: (severity, message) with severity in info|warning|error."""
-        if not findings:
-            self._show("findings", Text("none", style="dim"))
-            return
-        text = Text()
-        for severity, message in findings:
-            style = {"error": "bold red", "warning": "yellow"}.get(severity, "cyan")
-            text.append("● ", style=style)
-            text.append(f"{message}\n")
-        self._show("findings", text)
+        """findings: (severity, message) with severity in info|warning|error. The list
+        wraps only findings it has not drawn at its width and draws only visible lines."""
+        shown = tuple(findings)
+        if self._shown.get("findings") != shown:
+            self._shown["findings"] = shown
+            self.query_one("#findings", FindingsList).update(shown)
 
     def set_context(self, renderable) -> None:
         self._show("context", renderable)

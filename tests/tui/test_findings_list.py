@@ -1,0 +1,93 @@
+"""The findings list draws exactly what the side panel's Static drew (one Text of all
+findings), cell for cell, at any width, after any sequence of changes, while reusing the
+lines of findings it has already wrapped."""
+
+from __future__ import annotations
+
+import asyncio
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.containers import Horizontal
+from textual.geometry import Region
+from textual.widgets import Static
+
+from tui.widgets.findings_list import FindingsList
+
+
+def static_text(findings: list[tuple[str, str]] | None) -> Text:
+    """The side panel's findings as its Static showed them before FindingsList."""
+    if findings is None:
+        return Text("none yet", style="dim")
+    if not findings:
+        return Text("none", style="dim")
+    text = Text()
+    for severity, message in findings:
+        style = {"error": "bold red", "warning": "yellow"}.get(severity, "cyan")
+        text.append("● ", style=style)
+        text.append(f"{message}\n")
+    return text
+
+
+class Pair(App):
+    """A Static and a FindingsList side by side at the same width."""
+
+    CSS = "Static, FindingsList { width: auto; }"
+
+    def compose(self) -> ComposeResult:
+        with Horizontal():
+            yield Static(id="static")
+            yield FindingsList(id="findings")
+
+
+def cells(widget) -> list[list]:
+    strips = widget.render_lines(Region(0, 0, widget.size.width, widget.size.height))
+    return [list(strip) for strip in strips]
+
+
+words = st.text(alphabet=st.sampled_from("abcdefgh xyz_.()é漢\t\n"), max_size=90)
+finding = st.tuples(st.sampled_from(["info", "warning", "error", "other"]), words)
+states = st.one_of(st.none(), st.lists(finding, max_size=8))
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(sequence=st.lists(states, min_size=1, max_size=4), width=st.integers(12, 60))
+def test_the_list_draws_what_the_static_drew(sequence, width):
+    async def run() -> None:
+        app = Pair()
+        async with app.run_test(size=(2 * width + 2, 60)) as pilot:
+            static = app.query_one("#static", Static)
+            findings = app.query_one("#findings", FindingsList)
+            static.styles.width = findings.styles.width = width
+            for state in sequence:
+                static.update(static_text(state))
+                findings.update(state)
+                await pilot.pause()
+                assert findings.size == static.size
+                assert cells(findings) == cells(static)
+
+    asyncio.run(run())
+
+
+def test_a_change_wraps_only_new_findings():
+    """Adding a finding wraps that one; the others' lines are reused at the same width."""
+
+    async def run() -> None:
+        app = Pair()
+        async with app.run_test(size=(80, 40)) as pilot:
+            findings = app.query_one("#findings", FindingsList)
+            wrapped: list[str] = []
+            real = findings._wrap
+            findings._wrap = lambda text, width: (wrapped.append(text.plain), real(text, width))[1]  # type: ignore[method-assign]
+            first = [("warning", f"finding {n} " * 5) for n in range(10)]
+            findings.update(first)
+            await pilot.pause()
+            assert len([w for w in wrapped if w]) == 10
+            wrapped.clear()
+            findings.update([*first, ("error", "a new one")])
+            await pilot.pause()
+            assert [w for w in wrapped if w] == ["● a new one"]
+
+    asyncio.run(run())
