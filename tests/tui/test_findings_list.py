@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.containers import Horizontal
-from textual.geometry import Region
+from textual.geometry import Offset, Region
 from textual.widgets import Static
 
 from tui.widgets.findings_list import FindingsList
@@ -48,7 +48,7 @@ def cells(widget) -> list[list]:
 
 
 words = st.text(alphabet=st.sampled_from("abcdefgh xyz_.()é漢\t\n"), max_size=90)
-finding = st.tuples(st.sampled_from(["info", "warning", "error", "other"]), words)
+finding = st.tuples(st.sampled_from(["info", "warning", "error", "other", ""]), words)
 states = st.one_of(st.none(), st.lists(finding, max_size=8))
 
 
@@ -71,23 +71,54 @@ def test_the_list_draws_what_the_static_drew(sequence, width):
     asyncio.run(run())
 
 
-def test_a_change_wraps_only_new_findings():
-    """Adding a finding wraps that one; the others' lines are reused at the same width."""
+def test_a_change_measures_only_new_findings_and_renders_only_visible_ones():
+    """Adding a finding converts that one; the others' heights and lines are reused at the
+    same width; findings below the screen are measured, never rendered."""
 
     async def run() -> None:
         app = Pair()
         async with app.run_test(size=(80, 40)) as pilot:
             findings = app.query_one("#findings", FindingsList)
-            wrapped: list[str] = []
+            findings.styles.width = 30
+            rendered: list[str] = []
             real = findings._wrap
-            findings._wrap = lambda text, width: (wrapped.append(text.plain), real(text, width))[1]  # type: ignore[method-assign]
-            first = [("warning", f"finding {n} " * 5) for n in range(10)]
+            findings._wrap = lambda key, width: (rendered.append(key[1]), real(key, width))[1]  # type: ignore[method-assign]
+            first = [("warning", f"finding {n} " * 5) for n in range(30)]
             findings.update(first)
             await pilot.pause()
-            assert len([w for w in wrapped if w]) == 10
-            wrapped.clear()
+            visible = {m for m in rendered if m}
+            assert len(first) > len(visible) > 0  # 40 lines of 80 on screen
+            converted = set(findings._visuals)
+            rendered.clear()
             findings.update([*first, ("error", "a new one")])
             await pilot.pause()
-            assert [w for w in wrapped if w] == ["● a new one"]
+            assert set(findings._visuals) - converted == {("error", "a new one")}
+            assert not {m for m in rendered if m} - visible  # nothing new on screen to render
+
+    asyncio.run(run())
+
+
+def test_a_selection_is_drawn_and_copied_as_the_static_did():
+    from textual.selection import Selection
+
+    async def run() -> None:
+        app = Pair()
+        async with app.run_test(size=(80, 30)) as pilot:
+            static = app.query_one("#static", Static)
+            findings = app.query_one("#findings", FindingsList)
+            state = [("error", "first finding " * 3), ("info", "second\nthird"), ("warning", "last")]
+            static.update(static_text(state))
+            findings.update(state)
+            static.styles.width = findings.styles.width = 30
+            await pilot.pause()
+            before = cells(findings)
+            selection = Selection.from_offsets(Offset(3, 0), Offset(4, 2))
+            app.screen.selections = {static: selection, findings: selection}
+            await pilot.pause()
+            assert cells(findings) == cells(static) != before
+            assert findings.get_selection(selection) == static.get_selection(selection)
+            app.screen.selections = {}
+            await pilot.pause()
+            assert cells(findings) == before
 
     asyncio.run(run())

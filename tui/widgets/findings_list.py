@@ -4,18 +4,22 @@ the lines on screen.
 A Static holding all findings as one text wrapped every finding twice (for its height and
 for its picture) on every change and drew all of them (~400 lines for a many-edit answer's
 110-140 findings), though the panel shows ~40: 18-58 ms of the UI thread in the frame that
-shows an answer's end. Here each finding's wrapped lines are kept by (severity, message,
-width), the height is a sum of kept heights, and a frame asks only for its visible lines
-(Textual's line API: render_line). The picture is the Static's, cell for cell (tested).
+shows an answer's end. Here each finding's height is kept by (severity, message, width) and
+the list's height is their sum; a frame asks only for its visible lines (Textual's line API:
+render_line), and only the findings on those lines are rendered with their styles (and kept).
+The picture is the Static's, cell for cell (tested).
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Sequence
+from typing import cast
 
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual.css.styles import RulesMap
 from textual.geometry import Size
 from textual.strip import Strip
 from textual.visual import Visual, visualize
@@ -27,6 +31,8 @@ INFO_STYLE = "cyan"
 BULLET = "● "
 
 Finding = tuple[str, str]  # (severity, message)
+# an item of the list: a finding, or (None, text) for the placeholder and the blank last line
+Key = tuple[str | None, str]
 
 
 def finding_text(severity: str, message: str) -> Text:
@@ -63,8 +69,22 @@ def _shift_offsets(strip: Strip, dy: int) -> Strip:
     return Strip(segments, strip.cell_length)
 
 
+def whole_text(findings: Sequence[Finding] | None) -> Text:
+    """All findings as one text, as the Static held them (a newline after each)."""
+    placeholder = placeholder_text(findings)
+    if placeholder is not None:
+        return placeholder
+    assert findings is not None
+    text = Text()
+    for severity, message in findings:
+        text.append_text(finding_text(severity, message))
+        text.append("\n")
+    return text
+
+
 class FindingsList(Widget):
-    """Findings drawn line by line from per-finding wrapped lines kept across changes."""
+    """Findings drawn line by line: heights from a plain wrap kept per finding and width,
+    styled lines rendered only for findings on screen and kept too."""
 
     DEFAULT_CSS = """
     FindingsList { height: auto; }
@@ -73,84 +93,122 @@ class FindingsList(Widget):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self._findings: tuple[Finding, ...] | None = None  # None: no review yet
-        # (severity, message, width) -> wrapped lines; holds only what the last layout used
-        self._wrapped: dict[tuple[str, str, int], list[Strip]] = {}
-        self._lines: list[Strip] = []
-        # per line: how many text lines (findings' newlines) come before its finding; a line's
-        # cells carry their (x, y) offset in the whole text (Textual's text selection reads it)
+        # kept across changes, pruned to what the last layout used; the key is
+        # an item's Key, with the width for heights and lines
+        self._visuals: dict[Key, Visual] = {}
+        self._heights: dict[tuple[str | None, str, int], int] = {}
+        self._wrapped: dict[tuple[str | None, str, int], list[Strip]] = {}
+        # the layout at self._width: each item's key, first line and text lines before it
+        # (a line's cells carry their (x, y) offset in the whole text, which Textual's text
+        # selection reads; an item rendered alone counts y from its own first line)
+        self._width = -1  # -1: stale
+        self._keys: list[Key] = []
+        self._starts: list[int] = []
         self._bases: list[int] = []
-        self._placed: dict[int, Strip] = {}  # y -> line with its offsets moved to the whole text
-        self._lines_width = -1  # the width self._lines was laid out at; -1: stale
+        self._height = 0
+        self._placed: dict[int, Strip] = {}  # y -> the line as drawn
 
     @property
     def findings(self) -> tuple[Finding, ...] | None:
         return self._findings
 
     def update(self, findings: Sequence[Finding] | None) -> None:
-        """Show these findings (None: "none yet"). Only findings not seen at the current
-        width are wrapped at the next frame; the rest reuse their lines."""
+        """Show these findings (None: "none yet"). Findings already measured at this width
+        keep their heights and lines; only new ones are measured at the next layout."""
         self._findings = None if findings is None else tuple(findings)
-        self._lines_width = -1
+        self._width = -1
         self.refresh(layout=True)
 
-    def _wrap(self, text: Text, width: int) -> list[Strip]:
-        # the same conversion and rendering a Static applies to its Text (visualize ->
-        # Content, to_strips with this widget's styles), so the cells are the same
-        visual = visualize(self, text)
-        return Visual.to_strips(self, visual, width, None, self.visual_style)
-
-    def _layout(self, width: int) -> list[Strip]:
-        """All lines at this width, from kept per-finding lines (a list of references)."""
-        if width == self._lines_width:
-            return self._lines
+    def _items(self) -> list[tuple[Key, Text | None]]:
+        """What the Static's one text held, one item a paragraph group: each finding, then
+        the blank line its final newline left; or the placeholder. Text None: build lazily."""
         placeholder = placeholder_text(self._findings)
-        bases: list[int] = []
         if placeholder is not None:
-            lines = self._wrap(placeholder, width)
-            bases = [0] * len(lines)
-            self._wrapped = {}
-        else:
-            assert self._findings is not None
-            wrapped: dict[tuple[str, str, int], list[Strip]] = {}
-            lines = []
-            base = 0
-            for severity, message in self._findings:
-                key = (severity, message, width)
-                strips = wrapped.get(key)
-                if strips is None:
-                    strips = self._wrapped.get(key)
-                    if strips is None:
-                        strips = self._wrap(finding_text(severity, message), width)
-                    wrapped[key] = strips
-                lines.extend(strips)
-                bases.extend([base] * len(strips))
-                base += message.count("\n") + 1
-            # the Static's text ended each finding with a newline: its last line is blank
-            tail = self._wrap(Text(""), width)
-            lines.extend(tail)
-            bases.extend([base] * len(tail))
-            self._wrapped = wrapped
-        self._lines, self._bases, self._lines_width = lines, bases, width
-        self._placed = {}
-        return lines
+            return [((None, placeholder.plain), placeholder)]
+        assert self._findings is not None
+        items: list[tuple[Key, Text | None]] = [(finding, None) for finding in self._findings]
+        items.append(((None, ""), Text("")))
+        return items
+
+    def _visual(self, key: Key, text: Text | None) -> Visual:
+        visual = self._visuals.get(key)
+        if visual is None:
+            # the conversion a Static applies to its Text (visualize -> Content)
+            if text is None:
+                severity, message = key
+                assert severity is not None
+                text = finding_text(severity, message)
+            visual = self._visuals[key] = visualize(self, text)
+        return visual
+
+    def _wrap(self, key: Key, width: int) -> list[Strip]:
+        """The item's styled lines (rendered as a Static renders), kept by width."""
+        strips = self._wrapped.get((*key, width))
+        if strips is None:
+            visual = self._visuals[key]
+            strips = Visual.to_strips(self, visual, width, None, self.visual_style)
+            self._wrapped[(*key, width)] = strips
+        return strips
+
+    def _layout(self, width: int) -> None:
+        """Heights and first lines of all items at this width; a finding not measured at
+        this width before costs a plain wrap (what a Static's height costs), no styling."""
+        if width == self._width:
+            return
+        visuals: dict[Key, Visual] = {}
+        heights: dict[tuple[str | None, str, int], int] = {}
+        keys: list[Key] = []
+        starts: list[int] = []
+        bases: list[int] = []
+        total = base = 0
+        for key, text in self._items():
+            visual = visuals[key] = self._visual(key, text)
+            height = self._heights.get((*key, width))
+            if height is None:
+                # as Widget.get_content_height asks it (Textual passes its styles as the rules)
+                height = visual.get_height(cast("RulesMap", self.styles), width)
+            heights[(*key, width)] = height
+            keys.append(key)
+            starts.append(total)
+            bases.append(base)
+            total += height
+            base += key[1].count("\n") + 1
+        self._visuals, self._heights = visuals, heights
+        self._wrapped = {k: v for k, v in self._wrapped.items() if k in heights}
+        self._keys, self._starts, self._bases, self._height = keys, starts, bases, total
+        self._width, self._placed = width, {}
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         if not width:
             return 0
-        return len(self._layout(width))
+        self._layout(width)
+        return self._height
+
+    def render(self) -> Text:
+        """The whole text: what a selection is drawn on and copied from (rare: built then)."""
+        return whole_text(self._findings)
 
     def render_line(self, y: int) -> Strip:
+        if self.text_selection is not None:
+            # a selection spans findings in the whole text's coordinates: draw it as a
+            # Static does (from render()), and go back to the kept lines when it ends
+            return super().render_line(y)
         width = self.size.width
-        lines = self._layout(width)
-        if 0 <= y < len(lines):
-            placed = self._placed.get(y)
-            if placed is None:
-                placed = self._placed[y] = _shift_offsets(lines[y], self._bases[y])
+        self._layout(width)
+        placed = self._placed.get(y)
+        if placed is not None:
             return placed
-        return Strip.blank(width, self.visual_style.rich_style)
+        if not 0 <= y < self._height:
+            return Strip.blank(width, self.visual_style.rich_style)
+        item = bisect_right(self._starts, y) - 1
+        strips = self._wrap(self._keys[item], width)
+        row = y - self._starts[item]
+        line = strips[row] if row < len(strips) else Strip.blank(width, self.visual_style.rich_style)
+        placed = self._placed[y] = _shift_offsets(line, self._bases[item])
+        return placed
 
     def notify_style_update(self) -> None:
-        # a theme or CSS change restyles the text: wrap again from scratch
+        # a theme or CSS change restyles the text: measure and render again from scratch
         super().notify_style_update()
-        self._wrapped = {}
-        self._lines_width = -1
+        self._visuals, self._heights, self._wrapped = {}, {}, {}
+        self._width = -1
