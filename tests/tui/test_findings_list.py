@@ -88,11 +88,11 @@ def test_a_change_measures_only_new_findings_and_renders_only_visible_ones():
             await pilot.pause()
             visible = {m for m in rendered if m}
             assert len(first) > len(visible) > 0  # 40 lines of 80 on screen
-            converted = set(findings._visuals)
+            measured = set(findings._heights)
             rendered.clear()
             findings.update([*first, ("error", "a new one")])
             await pilot.pause()
-            assert set(findings._visuals) - converted == {("error", "a new one")}
+            assert set(findings._heights) - measured == {("error", "a new one", 30)}
             assert not {m for m in rendered if m} - visible  # nothing new on screen to render
 
     asyncio.run(run())

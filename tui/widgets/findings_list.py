@@ -19,6 +19,7 @@ from typing import cast
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual.content import Content
 from textual.css.styles import RulesMap
 from textual.geometry import Size
 from textual.strip import Strip
@@ -95,6 +96,7 @@ class FindingsList(Widget):
         self._findings: tuple[Finding, ...] | None = None  # None: no review yet
         # kept across changes, pruned to what the last layout used; the key is
         # an item's Key, with the width for heights and lines
+        self._texts: dict[Key, Text] = {}  # the placeholder's and the last line's texts
         self._visuals: dict[Key, Visual] = {}
         self._heights: dict[tuple[str | None, str, int], int] = {}
         self._wrapped: dict[tuple[str | None, str, int], list[Strip]] = {}
@@ -130,14 +132,12 @@ class FindingsList(Widget):
         items.append(((None, ""), Text("")))
         return items
 
-    def _visual(self, key: Key, text: Text | None) -> Visual:
+    def _visual(self, key: Key) -> Visual:
         visual = self._visuals.get(key)
         if visual is None:
             # the conversion a Static applies to its Text (visualize -> Content)
-            if text is None:
-                severity, message = key
-                assert severity is not None
-                text = finding_text(severity, message)
+            severity, message = key
+            text = self._texts[key] if severity is None else finding_text(severity, message)
             visual = self._visuals[key] = visualize(self, text)
         return visual
 
@@ -145,35 +145,38 @@ class FindingsList(Widget):
         """The item's styled lines (rendered as a Static renders), kept by width."""
         strips = self._wrapped.get((*key, width))
         if strips is None:
-            visual = self._visuals[key]
-            strips = Visual.to_strips(self, visual, width, None, self.visual_style)
+            strips = Visual.to_strips(self, self._visual(key), width, None, self.visual_style)
             self._wrapped[(*key, width)] = strips
         return strips
 
     def _layout(self, width: int) -> None:
         """Heights and first lines of all items at this width; a finding not measured at
-        this width before costs a plain wrap (what a Static's height costs), no styling."""
+        this width before costs a wrap of its plain text (a Static's height wraps the plain
+        text too: Content.get_height drops the spans), no conversion or styling."""
         if width == self._width:
             return
-        visuals: dict[Key, Visual] = {}
+        rules = cast("RulesMap", self.styles)  # as Widget.get_content_height passes them
+        texts: dict[Key, Text] = {}
         heights: dict[tuple[str | None, str, int], int] = {}
         keys: list[Key] = []
         starts: list[int] = []
         bases: list[int] = []
         total = base = 0
         for key, text in self._items():
-            visual = visuals[key] = self._visual(key, text)
+            if text is not None:
+                texts[key] = text
             height = self._heights.get((*key, width))
             if height is None:
-                # as Widget.get_content_height asks it (Textual passes its styles as the rules)
-                height = visual.get_height(cast("RulesMap", self.styles), width)
+                plain = text.plain if text is not None else BULLET + key[1]
+                height = Content(plain).get_height(rules, width)
             heights[(*key, width)] = height
             keys.append(key)
             starts.append(total)
             bases.append(base)
             total += height
             base += key[1].count("\n") + 1
-        self._visuals, self._heights = visuals, heights
+        self._texts, self._heights = texts, heights
+        self._visuals = {k: v for k, v in self._visuals.items() if (*k, width) in heights}
         self._wrapped = {k: v for k, v in self._wrapped.items() if k in heights}
         self._keys, self._starts, self._bases, self._height = keys, starts, bases, total
         self._width, self._placed = width, {}
