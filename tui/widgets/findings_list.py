@@ -1,5 +1,5 @@
-"""The side panel's findings: a list that wraps each finding once per width and draws only
-the lines on screen.
+"""The side panel's findings: a list that measures each finding once per width and renders
+only the findings on screen.
 
 A Static holding all findings as one text wrapped every finding twice (for its height and
 for its picture) on every change and drew all of them (~400 lines for a many-edit answer's

@@ -63,7 +63,7 @@ class SidePanel(VerticalScroll):
 
     def set_findings(self, findings: list[tuple[str, str]]) -> None:
         """findings: (severity, message) with severity in info|warning|error. The list
-        wraps only findings it has not drawn at its width and draws only visible lines."""
+        measures only findings it has not measured at its width and draws only visible lines."""
         shown = tuple(findings)
         if self._shown.get("findings") != shown:
             self._shown["findings"] = shown
