@@ -17,7 +17,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.css.styles import RulesMap
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.strip import Strip
 from textual.style import Style
@@ -127,10 +127,17 @@ class HunkView(Static):
         # token changed dozens of headers at once)
         width = self._laid_width
         rules: Any = self.styles  # as get_content_height measures
+        head_lines = self._head.get_height(rules, width) - 1 if width > 0 else 0  # less its newline
         same_height = self._body is old_body and width > 0 and \
-            self._head.get_height(rules, width) == old_head.get_height(rules, width)
+            head_lines == old_head.get_height(rules, width) - 1
         self._whole = None  # joined when drawn: see `content`
-        self.refresh(layout=not same_height)
+        if same_height and self.is_mounted and self.content_size.width == width:
+            # and only the header's lines: a new hunk changes every hunk's "i/total" while an
+            # answer streams, and a whole repaint re-composed each visible hunk's ~15 lines
+            # (their strips are kept: the lines under the header draw the same)
+            self.refresh(Region(0, 0, width, max(head_lines, 1)))
+        else:
+            self.refresh(layout=not same_height)
 
     @property
     def content(self) -> Content:
