@@ -126,7 +126,6 @@ class SparkApp(App):
         self._rebuilding = False
         self._rebuilding_run: AnswerRun | None = None  # the answer the rebuild in flight is for
         self._final_rebuilt: AnswerRun | None = None  # its last pass was built after it finished
-        self._diffed_final: AnswerRun | None = None  # a pass diffed it after it finished
         self._diffed: tuple[AnswerRun, tuple[int, int]] | None = None  # the last pass's answer, _coverage
         self._stop_watch = asyncio.Event()
         self._offered: tuple[str, list[str]] | None = None
@@ -607,8 +606,8 @@ class SparkApp(App):
         if run is None:
             return
         waited = self._rebuilding
-        if final and waited and self._rebuilding_run is run and self._diffed_final is not run and \
-                self._diffed != (run, _coverage(run)):
+        # (a pass built after the end read the final coverage: `finish` sets `finished` last)
+        if final and waited and self._rebuilding_run is run and self._diffed != (run, _coverage(run)):
             # the pass in flight diffed the answer before its end, without its last edits: its
             # review is of a state nobody will see (it took 250-400 ms after the last token).
             # It gives way at its next file (`stale`), and its loop diffs, reviews and draws
@@ -661,9 +660,7 @@ class SparkApp(App):
                 self._rebuild_needed = False
                 self._final_rebuilt = None
                 built_final, reviewed = await asyncio.to_thread(rebuild)
-                if built_final:
-                    self._diffed_final = run
-                else:  # the final one is verified once shown (_finish_answer): after the end
+                if not built_final:  # the final one is verified once shown (_finish_answer): after the end
                     if run.finished and self._rebuild_needed:
                         continue  # diffed before the end; the final state waits: neither drawn
                         # nor reviewed (a review's set-up, its checks and slop jobs, took
