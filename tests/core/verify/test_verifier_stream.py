@@ -81,17 +81,28 @@ def test_a_stream_of_proposals_checks_the_originals_and_the_final_text_only(demo
     assert rep.problems is not None
 
 
-def test_a_proposal_left_alone_while_streaming_is_checked(demo, checked):
+def _first_half(demo):
+    """The proposal of the first half of a recorded answer (some of its edits)."""
     answer = recording("overdue-days")["answer"]
     half = build_proposal(demo, parse_edits(answer[: len(answer) // 2]))
     assert half.files
+    return half
+
+
+def _checked_within(v: Verifier, seconds: float = 10) -> bool:
+    """Whether the answer's checks report within `seconds` (polled)."""
+    deadline = time.monotonic() + seconds
+    while v.report(Scope.ANSWER).problems is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return v.report(Scope.ANSWER).problems is not None
+
+
+def test_a_proposal_left_alone_while_streaming_is_checked(demo, checked):
+    half = _first_half(demo)
     v = Verifier(demo, run_tests=False, baseline=BaselineCache(), stream_quiet_s=0.1)
     try:
         v.propose(half, final=False)
-        deadline = time.monotonic() + 10
-        while v.report(Scope.ANSWER).problems is None and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert v.report(Scope.ANSWER).problems is not None
+        assert _checked_within(v)
     finally:
         v.close(wait=True)
     assert {(fp.path, fp.new_text) for fp in half.files} <= set(checked)
@@ -121,9 +132,7 @@ def test_blocks_still_arriving_keep_a_streaming_proposal_unchecked(demo, checked
     """A fast stream completes blocks faster than its proposal is rebuilt: while blocks
     arrive (edits_arriving), the proposal in hand is not checked, however long ago it came;
     once they stop, it is."""
-    answer = recording("overdue-days")["answer"]
-    half = build_proposal(demo, parse_edits(answer[: len(answer) // 2]))
-    assert half.files
+    half = _first_half(demo)
     v = Verifier(demo, run_tests=False, baseline=BaselineCache(), stream_quiet_s=0.3)
     try:
         v.propose(half, final=False)
@@ -131,10 +140,7 @@ def test_blocks_still_arriving_keep_a_streaming_proposal_unchecked(demo, checked
             time.sleep(0.05)
             v.edits_arriving()
         during = list(checked)
-        deadline = time.monotonic() + 10
-        while v.report(Scope.ANSWER).problems is None and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert v.report(Scope.ANSWER).problems is not None  # the stream paused: checked
+        assert _checked_within(v)  # the stream paused: checked
     finally:
         v.close(wait=True)
     new_texts = {(fp.path, fp.new_text) for fp in half.files}
