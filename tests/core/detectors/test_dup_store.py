@@ -127,13 +127,21 @@ def _tree(tmp: Path) -> Path:
     return root
 
 
-def test_snapshot_round_trip_gives_the_same_answers(tmp_path: Path) -> None:
-    root = _tree(tmp_path)
+def _saved(tmp: Path, stamps: dict[str, str] | None = None) -> tuple[Path, DuplicateIndex, Path, dict[str, str]]:
+    """A built index of `_tree` and its snapshot written: (root, index, snapshot path, the
+    header a load expects)."""
+    root = _tree(tmp)
     built = DuplicateIndex(root)
     built.build()
-    snap = tmp_path / "dups.snapshot"
+    snap = tmp / "dups.snapshot"
+    expect = {"root": str(root)}
+    built.save_snapshot(snap, stamps or {}, expect)
+    return root, built, snap, expect
+
+
+def test_snapshot_round_trip_gives_the_same_answers(tmp_path: Path) -> None:
     stamps = {"pkg/a.py": "1:2", "pkg/b.py": "t:ab12", "pkg/empty.py": "s:5:6"}
-    built.save_snapshot(snap, stamps, {"root": str(root)})
+    root, built, snap, _ = _saved(tmp_path, stamps)
     loaded = DuplicateIndex(root)
     assert loaded.load_snapshot(snap, {"root": str(root)}) == stamps
     assert loaded.files() == built.files() == set(stamps)
@@ -152,13 +160,8 @@ def test_snapshot_round_trip_gives_the_same_answers(tmp_path: Path) -> None:
 @pytest.mark.parametrize("damage", ["truncated", "garbage", "empty", "flipped", "flipped_same_mtime",
                                     "foreign", "old"])
 def test_a_bad_snapshot_is_refused(tmp_path: Path, damage: str) -> None:
-    root = _tree(tmp_path)
-    built = DuplicateIndex(root)
-    built.build()
-    snap = tmp_path / "dups.snapshot"
-    built.save_snapshot(snap, {}, {"root": str(root)})
+    root, _, snap, expect = _saved(tmp_path)
     data = snap.read_bytes()
-    expect = {"root": str(root)}
     if damage == "truncated":
         snap.write_bytes(data[: len(data) // 2])
     elif damage == "garbage":
@@ -251,12 +254,7 @@ def test_a_checked_snapshot_is_not_read_again_until_its_file_changes(tmp_path: P
             return zlib.crc32(data, value)
 
     monkeypatch.setattr(dup_store, "zlib", CountingZlib)
-    root = _tree(tmp_path)
-    built = DuplicateIndex(root)
-    built.build()
-    snap = tmp_path / "dups.snapshot"
-    expect = {"root": str(root)}
-    built.save_snapshot(snap, {}, expect)
+    root, built, snap, expect = _saved(tmp_path)
     calls.clear()
     DuplicateIndex(root).load_snapshot(snap, expect)
     assert calls == []  # written here: vouched for
@@ -279,12 +277,7 @@ def test_a_snapshot_changed_within_its_time_tick_is_never_trusted(tmp_path: Path
     the file system's clock (same size, same times) would otherwise go unseen."""
     from core.indexing import checked
 
-    root = _tree(tmp_path)
-    built = DuplicateIndex(root)
-    built.build()
-    snap = tmp_path / "dups.snapshot"
-    expect = {"root": str(root)}
-    built.save_snapshot(snap, {}, expect)
+    root, _, snap, expect = _saved(tmp_path)
     DuplicateIndex(root).load_snapshot(snap, expect)  # checked, but too fresh to vouch for
     assert not checked.stamp_file(snap).exists()
     data = snap.read_bytes()
