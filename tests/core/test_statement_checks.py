@@ -13,7 +13,12 @@ from hypothesis import strategies as st
 
 from core.detectors.duplicates import DuplicateIndex
 from core.statement_checks import StatementChecks
-from tests.core.detectors.real_code import SITE_PACKAGES, read_text, real_python_files
+from tests.core.detectors.real_code import (
+    SITE_PACKAGES,
+    read_text,
+    real_python_files,
+    splice_donor_lines,
+)
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::SyntaxWarning")
 
@@ -36,12 +41,7 @@ def indexed(tmp_path_factory: pytest.TempPathFactory) -> tuple[DuplicateIndex, l
 def _edited(data: st.DataObject, lines: list[str], donor: list[str]) -> tuple[list[str], list[bool]]:
     written = [False] * len(lines)
     for _ in range(data.draw(st.integers(0, 3), label="edits")):
-        at = data.draw(st.integers(0, len(lines)), label="at")
-        cut = data.draw(st.integers(0, 8), label="cut")
-        d = data.draw(st.integers(0, max(0, len(donor) - 1)), label="from")
-        new = donor[d:d + data.draw(st.integers(0, 30), label="take")]
-        lines[at:at + cut] = new
-        written[at:at + cut] = [True] * len(new)
+        splice_donor_lines(data, lines, written, donor, max_cut=8, max_take=30)
     return lines, written
 
 

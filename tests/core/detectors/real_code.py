@@ -7,6 +7,8 @@ import sysconfig
 from functools import lru_cache
 from pathlib import Path
 
+from hypothesis import strategies as st
+
 REPO = Path(__file__).resolve().parents[3]
 SITE_PACKAGES = Path(sysconfig.get_paths()["purelib"])
 
@@ -30,3 +32,16 @@ def real_python_files(roots: tuple[Path, ...], min_bytes: int, max_bytes: int) -
 def read_text(path: Path) -> str:
     """A file's text, undecodable bytes replaced (site-packages holds a few latin-1 files)."""
     return path.read_text(encoding="utf-8", errors="replace")
+
+
+def splice_donor_lines(data: st.DataObject, lines: list[str], written: list[bool], donor: list[str], *,
+                       max_cut: int, max_take: int) -> None:
+    """One edit drawn by hypothesis, in place: up to `max_cut` lines at a drawn place are
+    replaced by up to `max_take` lines of `donor` (another real file), and `written` marks
+    the lines the edit put there (the added lines a review is asked about)."""
+    at = data.draw(st.integers(0, len(lines)), label="at")
+    cut = data.draw(st.integers(0, max_cut), label="cut")
+    d = data.draw(st.integers(0, max(0, len(donor) - 1)), label="from")
+    new = donor[d:d + data.draw(st.integers(0, max_take), label="take")]
+    lines[at:at + cut] = new
+    written[at:at + cut] = [True] * len(new)

@@ -16,7 +16,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.detectors import slop, slop_rules
-from tests.core.detectors.real_code import SITE_PACKAGES, read_text, real_python_files
+from tests.core.detectors.real_code import (
+    SITE_PACKAGES,
+    read_text,
+    real_python_files,
+    splice_donor_lines,
+)
 
 
 def _site_files() -> list[Path]:
@@ -205,12 +210,7 @@ def test_partial_parse_after_a_sequence_of_edits_equals_whole_file_run(data: st.
     lines, donor = text.split("\n"), donor_text.split("\n")
     written = [False] * len(lines)
     for _ in range(data.draw(st.integers(1, 4), label="edits")):
-        at = data.draw(st.integers(0, len(lines)), label="at")
-        cut = data.draw(st.integers(0, 10), label="cut")
-        d = data.draw(st.integers(0, max(0, len(donor) - 1)), label="from")
-        new = donor[d:d + data.draw(st.integers(0, 25), label="take")]
-        lines[at:at + cut] = new
-        written[at:at + cut] = [True] * len(new)
+        splice_donor_lines(data, lines, written, donor, max_cut=10, max_take=25)
         version = "\n".join(lines)
         added = {i + 1 for i, w in enumerate(written) if w}
         scoped = slop._analyze(name, version, set(added), scoped=True)
