@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from core.detectors.normalize import FunctionUnit, top_level_starts, units_from_source
@@ -131,3 +131,62 @@ def test_a_lone_carriage_return_keeps_the_line_numbers() -> None:
     source = "def a(x):\r    y = x + 1\r    z = y * 2\r    return z\r\rdef b(x):\n    y = x - 1\n    z = y * 3\n    return z\n"
     _same(source, {7})
     _same(source, {2})
+
+
+def _starts_line_by_line(source: str) -> list[int] | None:
+    """top_level_starts as it was first written (every line visited): the reference the
+    faster one (only lines with code at column 0 visited) must equal."""
+    from core.detectors.normalize import _CLAUSE, _LEXEMES
+
+    code = _LEXEMES.sub(lambda m: m.group()[0] + "\n" * m.group().count("\n"), source)
+    starts = [0]
+    depth = 0
+    continued = after_decorator = seen_code = False
+    for i, line in enumerate(code.split("\n")):
+        if line and depth <= 0 and not continued:
+            if line[0] not in " \t\f#":
+                if i and not after_decorator and not _CLAUSE.match(line):
+                    starts.append(i)
+                after_decorator = line[0] == "@"
+                seen_code = True
+            elif not seen_code and line.strip(" \t\f")[:1] not in ("", "#"):
+                return None
+        depth += (line.count("(") + line.count("[") + line.count("{")
+                  - line.count(")") - line.count("]") - line.count("}"))
+        continued = line.endswith("\\")
+    return starts
+
+
+# the characters that decide a cut: quotes, brackets, backslashes, comments, decorators,
+# indentation, clause keywords, line ends (a lone CR too); plain code and line ends most
+# often, so that most draws do not leave one string or bracket open to the end
+_SYNTAX_PIECES = st.sampled_from([
+    *["\n"] * 8, *["x"] * 6, *[" "] * 3, "    ", "\t", "\f", "\r", *["\\"] * 3, "#", "@", "'", '"',
+    "'''", '"""', "(", ")", "[", "]", "{", "}", "()", "else", "elif", "except", "finally", "elsewhere",
+    "def f():", "pass", ":", "=", "1"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_SYNTAX_PIECES, max_size=60).map("".join))
+@example("x\\\nx")  # a line continued onto column 0
+@example("x\n@d\ndef f():\n    pass\nelse\n  y\n")
+@example("(\nx\n)\ny\n")
+@example("    x\ny\n")  # a snippet
+def test_top_level_starts_equals_the_line_by_line_cut_on_syntax_soup(source: str) -> None:
+    assert top_level_starts(source) == _starts_line_by_line(source)
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.data())
+def test_top_level_starts_equals_the_line_by_line_cut_on_edited_real_files(data: st.DataObject) -> None:
+    files = _real_files()
+    if not files:
+        pytest.skip("no Python files to test on")
+    lines = read_text(data.draw(st.sampled_from(files), label="file")).split("\n")
+    for _ in range(data.draw(st.integers(0, 3), label="edits")):
+        at = data.draw(st.integers(0, len(lines)), label="at")
+        piece = data.draw(st.lists(_SYNTAX_PIECES, max_size=8).map("".join), label="piece")
+        lines[at:at + data.draw(st.integers(0, 2), label="cut")] = piece.split("\n")
+    source = "\n".join(lines)
+    assert top_level_starts(source) == _starts_line_by_line(source)
