@@ -1,4 +1,5 @@
-"""Slop analysis in a separate interpreter, so its CPU never holds the app's GIL.
+"""Slop analysis (and the verifier's Python syntax check) in a separate interpreter, so
+their CPU never holds the app's GIL.
 
 Why: an answer's review parses each edited file and runs our rules on it (~40-70 ms per
 2,500-line file). In the app's process that work takes turns for the GIL with the UI
@@ -15,10 +16,16 @@ Future with SlopWorkerError; `report_of` then runs the analysis in the caller's 
 instead, so a review never loses its slop findings. `SPARK_SLOP_PROCESS=0` keeps it all
 in-process.
 
+`syntax(path, text)` is the verifier's Python syntax check (`core.verify.checks.check_syntax`)
+in the same child: while an answer streams the verifier checks the files it edits as they
+were (six 2,500-line originals: ~150 ms of parsing, held the GIL as long as half of what
+the UI thread drew meanwhile), then the new texts, whose unchanged statements the child
+remembers (pyparse.segments), so they parse only what changed.
+
 Protocol over one socket (multiprocessing.connection, pickles between two processes of
-the same program): parent -> child ("slop", id, path, new_text, added) or ("stop",);
+the same program): parent -> child ("slop", id, path, new_text, added), ("syntax", id, path, text) or ("stop",);
 ("drop", [id, ...]) (nobody waits for them: skipped if not started);
-child -> parent ("ok", id, SlopReport) or ("error", id, text).
+child -> parent ("ok", id, SlopReport or list[Problem]) or ("error", id, text).
 """
 
 from __future__ import annotations
@@ -31,10 +38,13 @@ import threading
 from concurrent.futures import CancelledError, Future
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.detectors.slop import SlopReport, analyze_change, prefetch
 from core.errors import SparkError
+
+if TYPE_CHECKING:
+    from core.verify.checks import Problem
 
 log = logging.getLogger(__name__)
 
@@ -58,23 +68,35 @@ class SlopWorker:
         self._send_lock = threading.Lock()  # one message at a time on the socket
         self._conn: Connection | None = None
         self._proc: Any = None
-        self._pending: dict[int, Future[SlopReport]] = {}
+        self._pending: dict[int, tuple[Future[Any], type]] = {}  # job -> (future, the answer's type)
         self._ids = itertools.count()
         self._starts = 0
         self._closed = False
 
     def analyze(self, path: str, new_text: str, added: set[int]) -> Future[SlopReport]:
         """The report of `analyze_change(path, ..., new_text, added)`, computed in the child."""
-        future: Future[SlopReport] = Future()
+        return self._submit(SlopReport, "slop", path, new_text, sorted(added))
+
+    def syntax(self, path: str, text: str) -> Future[list[Problem]]:
+        """`core.verify.checks.check_syntax(path, text)` of a Python text, computed in the child."""
+        return self._submit(list, "syntax", path, text)
+
+    def pending(self) -> int:
+        """Jobs sent and not answered yet."""
+        with self._lock:
+            return len(self._pending)
+
+    def _submit(self, answer: type, kind: str, *args: Any) -> Future[Any]:
+        future: Future[Any] = Future()
         try:
             with self._lock:
                 job = next(self._ids)
                 conn = self._connection()
-                self._pending[job] = future
+                self._pending[job] = (future, answer)
             # not under _lock: a send blocks while the child's socket buffer is full, and
             # the child empties it only once the reader (which takes _lock) took its reply
             with self._send_lock:
-                conn.send(("slop", job, path, new_text, sorted(added)))
+                conn.send((kind, job, *args))
         except (OSError, ValueError, SlopWorkerError) as exc:
             with self._lock:
                 self._pending.pop(job, None) if "job" in locals() else None
@@ -82,13 +104,13 @@ class SlopWorker:
                 future.set_exception(SlopWorkerError(f"slop worker unavailable: {exc}"))
         return future
 
-    def drop(self, futures: list[Future[SlopReport]]) -> None:
+    def drop(self, futures: list[Future[Any]]) -> None:
         """Nobody waits for these any more (a newer version of their file came): the child
         skips them if it has not started them yet."""
         with self._lock:
-            jobs = [job for job, f in self._pending.items() if any(f is g for g in futures)]
+            jobs = [job for job, (f, _) in self._pending.items() if any(f is g for g in futures)]
             for job in jobs:
-                self._pending.pop(job).cancel()
+                self._pending.pop(job)[0].cancel()
             conn = self._conn
         if jobs and conn is not None:
             try:
@@ -143,10 +165,10 @@ class SlopWorker:
             while True:
                 kind, job, payload = conn.recv()
                 with self._lock:
-                    future = self._pending.pop(job, None)
+                    future, answer = self._pending.pop(job, (None, object))
                 if future is None or future.cancelled():
                     continue
-                if kind == "ok" and isinstance(payload, SlopReport):
+                if kind == "ok" and isinstance(payload, answer):
                     future.set_result(payload)
                 else:
                     future.set_exception(SlopWorkerError(f"slop worker: {payload}"))
@@ -156,7 +178,7 @@ class SlopWorker:
             if self._conn is conn:
                 self._conn = None
             pending, self._pending = self._pending, {}
-        for future in pending.values():
+        for future, _ in pending.values():
             future.set_exception(SlopWorkerError(why))
 
 
@@ -196,10 +218,15 @@ class SlopPool:
     def analyze(self, path: str, new_text: str, added: set[int]) -> Future[SlopReport]:
         start = next(self._turns) % len(self.workers)
         order = self.workers[start:] + self.workers[:start]  # ties go round
-        worker = min(order, key=lambda w: len(w._pending))
+        worker = min(order, key=lambda w: w.pending())
         return worker.analyze(path, new_text, added)
 
-    def drop(self, futures: list[Future[SlopReport]]) -> None:
+    def syntax(self, path: str, text: str) -> Future[list[Problem]]:
+        start = next(self._turns) % len(self.workers)
+        order = self.workers[start:] + self.workers[:start]
+        return min(order, key=lambda w: w.pending()).syntax(path, text)
+
+    def drop(self, futures: list[Future[Any]]) -> None:
         for worker in self.workers:
             worker.drop(futures)
 
@@ -241,6 +268,13 @@ def analyze_change_off_thread(path: str, new_text: str, added: set[int]) -> Futu
     return None if worker is None else worker.analyze(path, new_text, added)
 
 
+def syntax_off_thread(path: str, text: str) -> Future[list[Problem]] | None:
+    """The verifier's syntax check of one Python text, sent to the worker process; None
+    when there is none (the caller checks it in its own thread)."""
+    worker = shared()
+    return None if worker is None else worker.syntax(path, text)
+
+
 def report_of(future: Future[SlopReport] | None, path: str, new_text: str, added: set[int]) -> SlopReport:
     """The worker's report, or the same analysis in this thread (no worker, or it failed).
     Identical either way: the child runs the same `analyze_change`."""
@@ -279,24 +313,36 @@ def serve(conn: Connection) -> None:
             return
         if not queue:
             continue  # only drops came
-        _, job, path, new_text, added = queue.pop(0)
+        kind, job, *args = queue.pop(0)
         if job in dropped:
             dropped.discard(job)
             continue
-        # the next job's ruff process runs while this job's rules run (only the next: one
-        # further back is more often dropped by a newer pass before it starts)
+        # the next slop job's ruff process runs while this job's rules run (only the next:
+        # one further back is more often dropped by a newer pass before it starts)
         for following in [msg for msg in queue if msg[1] not in dropped][:1]:
-            prefetch(following[2], following[3], set(following[4]))
+            if following[0] == "slop":
+                prefetch(following[2], following[3], set(following[4]))
         try:
-            report = analyze_change(path, new_text, new_text, added=set(added))
+            reply: tuple = ("ok", job, _answer(kind, args))
         except Exception as exc:  # noqa: BLE001 - one bad file must not end the worker
-            reply: tuple = ("error", job, f"{type(exc).__name__}: {exc}")
-        else:
-            reply = ("ok", job, report)
+            reply = ("error", job, f"{type(exc).__name__}: {exc}")
         try:
             conn.send(reply)
         except (OSError, ValueError):
             return
+
+
+def _answer(kind: str, args: list[Any]) -> Any:
+    """What the child computes for one job: the same functions the parent would call."""
+    if kind == "slop":
+        path, new_text, added = args
+        return analyze_change(path, new_text, new_text, added=set(added))
+    if kind == "syntax":
+        from core.verify.checks import check_syntax
+
+        path, text = args
+        return check_syntax(path, text)
+    raise ValueError(f"unknown job {kind!r}")
 
 
 def _main(argv: list[str]) -> int:

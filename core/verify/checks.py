@@ -22,7 +22,7 @@ import threading
 import tomllib
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
 
@@ -81,16 +81,19 @@ def quick_check(files: Mapping[str, str]) -> list[Problem]:
 
 def check_texts(items: Sequence[tuple[str, str]]) -> list[list[Problem]]:
     """Problems of each (path, text) pair, in order; the same path may come twice (the
-    text before and after an edit), and every ruff run of the batch goes concurrently."""
+    text before and after an edit), and every ruff run of the batch goes concurrently.
+    Python syntax is checked in the slop worker process (`_syntax_jobs`)."""
     out: list[list[Problem]] = []
     ruff_todo: list[tuple[int, str, str]] = []
     keys = [_cache_key(path, text) for path, text in items]
+    fresh = [i for i in range(len(items)) if keys[i] not in _CACHE]
+    jobs = _syntax_jobs([items[i] for i in fresh])
     for i, (path, text) in enumerate(items):
         hit = _CACHE.get(keys[i])
         if hit is not None:  # the same text again (a rebuild while streaming): no ruff run
             out.append(list(hit))
             continue
-        syntax = check_syntax(path, text)
+        syntax = _syntax_of(jobs.get((path, text)), path, text)
         out.append(syntax)
         if not syntax and language_for(path) == "python" and text.strip():
             ruff_todo.append((i, path, text))
@@ -136,6 +139,43 @@ def new_problems(before: Iterable[Problem], after: Iterable[Problem]) -> list[Pr
 
 
 # -- syntax ------------------------------------------------------------------------------
+
+SYNTAX_WAIT_S = 10.0  # a worker that has not answered by then: the check runs here
+
+
+def _syntax_jobs(items: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Future[list[Problem]]]:
+    """Each Python text's syntax check, sent to the slop worker process at once (they run
+    there while this thread waits; none when there is no worker).
+
+    Why: the parse is CPU under the GIL. While an answer streams the verifier checks the
+    six 2,500-line files it edits as they were: ~150 ms of parsing that the UI thread's
+    frames and keys waited behind (py-spy --gil: as long as half of what the UI thread ran
+    meanwhile). The child runs the same `check_syntax` and remembers each statement's
+    parse, so a file's new text parses there only what changed."""
+    from core.detectors.slop_worker import syntax_off_thread
+
+    jobs: dict[tuple[str, str], Future[list[Problem]]] = {}
+    for path, text in items:
+        if language_for(path) == "python" and (path, text) not in jobs:
+            job = syntax_off_thread(path, text)
+            if job is None:
+                break
+            jobs[(path, text)] = job
+    return jobs
+
+
+def _syntax_of(job: Future[list[Problem]] | None, path: str, text: str) -> list[Problem]:
+    """The worker's answer, or the same check in this thread (no worker, it failed, it
+    was dropped or it did not answer within SYNTAX_WAIT_S): never a silent "no problem"."""
+    if job is not None:
+        from core.detectors.slop_worker import SlopWorkerError, shared
+
+        try:
+            return list(job.result(timeout=SYNTAX_WAIT_S))
+        except (SlopWorkerError, CancelledError, TimeoutError) as exc:
+            if isinstance(exc, TimeoutError) and (worker := shared()) is not None:
+                worker.drop([job])
+    return check_syntax(path, text)
 
 
 def check_syntax(path: str, text: str) -> list[Problem]:
