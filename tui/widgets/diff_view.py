@@ -9,11 +9,15 @@ one sync of the last state into a fresh view draws.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, ClassVar
 
+from rich.segment import Segment
+from rich.style import Style as RichStyle
 from rich.text import Text
 from textual import events
 from textual.binding import Binding, BindingType
+from textual.color import Color
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.css.styles import RulesMap
@@ -44,14 +48,81 @@ def update_if_changed(widget: Static, content: str | Text) -> None:
         widget.update(content)
 
 
+def _opaque(color: Color | None) -> bool:
+    """A colour that draws the same over any background (an added colour replaces it)."""
+    return color is None or (color.a == 1 and not color.auto and color.ansi is None)
+
+
+def _spans_opaque(content: Content) -> bool:
+    """Whether every span of `content` is a Style whose colours are opaque and carries no link:
+    the background under such a span shows only where no span sets one."""
+    for span in content.spans:
+        style = span.style
+        if not isinstance(style, Style) or style.link is not None or \
+                not (_opaque(style.background) and _opaque(style.foreground)):
+            return False
+    return True
+
+
+class BodyStrips:
+    """A hunk's body and its rendered strips, kept per render key (width, style, rules): the
+    hunk as current and as not current. The current hunk's style differs from the others' in
+    its background only ($boost): its strips are made from the other style's by swapping the
+    base background in the segments that show it (~0.2 vs ~2.7 ms for a 15-line body, the
+    first time each hunk becomes current, on every j/k), when that is exact: both styles'
+    colours opaque, every span's opaque and with a background other than the two bases
+    (property-tested against rendering; otherwise the body is rendered)."""
+
+    def __init__(self, body: Content) -> None:
+        self.body = body
+        self.strips: dict[tuple, list[Strip]] = {}
+        self._opaque: bool | None = None  # _spans_opaque(body), asked once
+
+    def get(self, key: tuple, style: Style, render) -> list[Strip]:
+        """The strips for `key` (style at key[1]), from the cache, a restyle or `render()`."""
+        strips = self.strips.get(key)
+        if strips is not None:
+            return strips
+        for other_key, other in self.strips.items():
+            if other_key[:1] + other_key[2:] == key[:1] + key[2:]:
+                strips = self.restyle(other, other_key[1], style)
+                break
+        if strips is None:
+            strips = render()
+        if len(self.strips) >= 2:  # the hunk as current and as not current
+            self.strips.clear()
+        self.strips[key] = strips
+        return strips
+
+    def restyle(self, strips: list[Strip], old: Style, new: Style) -> list[Strip] | None:
+        """`strips` (the body rendered with `old`) as rendered with `new`, or None when the
+        styles differ in more than an opaque background or a span could tell them apart."""
+        if old.background is None or new.background is None or not _opaque(old.background) \
+                or not _opaque(new.background) or not _opaque(old.foreground) \
+                or replace(old, background=new.background) != new:
+            return None
+        if self._opaque is None:
+            self._opaque = _spans_opaque(self.body)
+        old_bg, new_bg = old.background.rich_color, new.background.rich_color
+        if not self._opaque or old_bg == new_bg or any(
+                span.style.background is not None  # type: ignore[union-attr]
+                and span.style.background.rich_color in (old_bg, new_bg)  # type: ignore[union-attr]
+                for span in self.body.spans):
+            return None
+        swap = RichStyle(bgcolor=new_bg)
+        return [Strip([Segment(text, seg_style + swap if seg_style is not None and seg_style.bgcolor == old_bg
+                               else seg_style, control) for text, seg_style, control in strip],
+                      strip.cell_length) for strip in strips]
+
+
 class HunkVisual(Visual):
     """A hunk drawn as its head's lines then its body's (what the joined content draws:
     lines wrap one by one, and the head ends in a newline), the body's strips kept by the
-    widget per width and style: a header change (its number as hunks arrive, its badges
-    after the review) re-renders the header's line, not the ~15 lines under it (~2-3 ms
-    per visible hunk, on the UI thread, at every sync while an answer streams)."""
+    widget per width and style (BodyStrips): a header change (its number as hunks arrive,
+    its badges after the review) re-renders the header's line, not the ~15 lines under it
+    (~2-3 ms per visible hunk, on the UI thread, at every sync while an answer streams)."""
 
-    def __init__(self, head: Content, body: Content, cache: dict) -> None:
+    def __init__(self, head: Content, body: Content, cache: BodyStrips) -> None:
         self.head, self.body, self._cache = head, body, cache
 
     def __str__(self) -> str:
@@ -67,12 +138,8 @@ class HunkVisual(Visual):
         get_rule = options.rules.get
         key = (width, style, options.post_style, above, get_rule("text_align", "left"),
                get_rule("text_overflow", "fold"), get_rule("text_wrap", "wrap"), get_rule("line_pad", 0))
-        body = self._cache.get(key)
-        if body is None:
-            body = (Content("\n" * above) + self.body).render_strips(width, None, style, options)[above:]
-            if len(self._cache) >= 2:  # the hunk as current and as not current
-                self._cache.clear()
-            self._cache[key] = body
+        body = self._cache.get(key, style, lambda: (Content("\n" * above) + self.body).render_strips(
+            width, None, style, options)[above:])
         strips = head + body
         return strips if height is None else strips[:height]
 
@@ -102,7 +169,7 @@ class HunkView(Static):
         self._body = Content("")
         self._head = Content("")
         self._whole: Content | None = Content("")  # head + body, joined when first asked for
-        self._body_strips: dict = {}  # HunkVisual's strips of the body, per width and style
+        self._body_strips = BodyStrips(self._body)  # HunkVisual's strips of the body
         self._laid_width = 0  # the width the last layout measured this hunk at
 
     def show(self, hunk, state: str, index: int, total: int, badges: str,
@@ -117,7 +184,7 @@ class HunkView(Static):
         if lines != self._body_key:  # the lines: highlighted (cached) and converted once
             self._body_key = lines
             self._body = body_content(lines)
-            self._body_strips = {}
+            self._body_strips = BodyStrips(self._body)
         # the header changes far more often (its number as hunks arrive, its state, its
         # badges): only it is converted again; the same content as render_hunk's Text
         self._head = Content.from_rich_text(hunk_head(hunk, state, index, total, badges, reason))
