@@ -13,6 +13,7 @@ the status bar, the footer's keys and the focused area change together.
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import inspect
 import logging
@@ -524,14 +525,27 @@ class SparkApp(App):
         if run is self.answer:
             self._after_stream(run)
         self._update_context_meter()
-        # now: its checks (a parse and a ruff run per file) took turns for the GIL and the
-        # CPU with the review, the draw and the record the last token waits for
-        self.verify.proposal_changed(run)
-        # the record (disk) once the answer is on screen: it took 15-100 ms and a thread
-        # hop between the last review and "settled"
         profile = self._profile_info(run.profile)
-        await asyncio.to_thread(self.station.record_answer, run, review, chip=profile.get("chip"),
-                                model=profile.get("model"), timing_recorded=timing_recorded)
+        record = functools.partial(self.station.record_answer, run, review, chip=profile.get("chip"),
+                                   model=profile.get("model"), timing_recorded=timing_recorded)
+        try:
+            await self._frame_drawn()
+        finally:  # (a newer answer cancels this worker: this one is still checked and recorded)
+            # once the frame that shows the answer is drawn: its checks (a parse and a ruff run
+            # per file) took turns for the GIL and the CPU with the review, and the checks and
+            # the record (disk, 15-100 ms) with that frame (60-125 ms of the UI thread)
+            self.verify.proposal_changed(run)
+            recorded = asyncio.get_running_loop().run_in_executor(None, record)
+        await recorded
+
+    async def _frame_drawn(self, timeout: float = 0.5) -> None:
+        """Returns after the next screen update (or at once when none can come)."""
+        drawn = asyncio.Event()
+        if self.call_after_refresh(drawn.set):
+            try:
+                await asyncio.wait_for(drawn.wait(), timeout)
+            except TimeoutError:  # another screen on top, or the app closing
+                pass
 
     def _transcript(self, run: AnswerRun) -> Text:
         """The prompt, where the answer came from, and every steer, as the user sent them."""
@@ -640,8 +654,15 @@ class SparkApp(App):
 
             def rebuild() -> tuple[bool, Review | BaseException | None]:
                 finished = run.finished  # read first: then every edit is in this build
-                self._diffed = (run, _coverage(run))  # read before: the build has these at least
+                diffed = self._diffed = (run, _coverage(run))  # read before: the build has these at least
                 run.rebuild_proposal()
+                if not finished and run.finished:  # the last token came while this pass diffed
+                    if diffed != (run, _coverage(run)):  # without the last edits: the final pass
+                        self._rebuild_needed = True  # follows at once (its highlighting and record
+                        return False, None  # here took 80-110 ms, for hunks that pass draws anyway)
+                    finished = True  # with every edit (`finish` sets `finished` last): the final
+                    # state, reviewed in this same call (it went back to the UI thread to draw
+                    # and then to a thread again for its review)
                 if not finished:
                     prepare()
                     return False, None

@@ -1,0 +1,107 @@
+"""When the last token overtakes a rebuild pass: what that pass still does.
+
+A pass begins while the answer streams; the answer ends while it diffs. Built without the
+answer's last edits, its state is replaced at once by the final pass: it must not highlight
+and record hunks for a screen that never shows them (80-110 ms of GIL after the last token,
+measured). Built with every edit, it is the final state: its review runs in the same
+thread call, with the highlighting beside it, as the final pass's does.
+
+The pass is held inside `rebuild_proposal` (a gate) while the test finishes the answer, so
+the interleaving is the one under test, not a matter of timing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+from core.answer import AnswerRun
+from tui import app as app_module
+from tui.app import SparkApp
+
+BLOCK_REPORT = (
+    "invoicer/report.py\n```python\n<<<<<<< SEARCH\n"
+    "def format_money(amount: Decimal) -> str:\n    return f\"{amount:,.2f}\"\n=======\n"
+    "def format_money(amount: Decimal) -> str:\n    return f\"{amount:,.2f} EUR\"\n"
+    ">>>>>>> REPLACE\n```\n"
+)
+BLOCK_DATES = (
+    "invoicer/dates.py\n```python\n<<<<<<< SEARCH\n"
+    "def days_between(start: date, end: date) -> int:\n=======\n"
+    "def days_between(start: date, end: date, /) -> int:\n"
+    ">>>>>>> REPLACE\n```\n"
+)
+
+
+class _Gate:
+    """Holds the first `rebuild_proposal`, once built, until released; counts every build, highlighting
+    and review with the number of edits it saw and its thread."""
+
+    def __init__(self, monkeypatch, app: SparkApp) -> None:
+        self.entered, self.release = threading.Event(), threading.Event()
+        self.builds: list[int] = []
+        self.warmed: list[tuple[int, str]] = []  # (hunks highlighted, thread name)
+        self.reviews: list[tuple[int, str]] = []  # (edits in the reviewed state, thread name)
+        build, warm, review = AnswerRun.rebuild_proposal, app_module.warm_bodies, app.station.review
+
+        def gated_build(run: AnswerRun) -> None:
+            self.builds.append(len(run.edits))
+            build(run)
+            if len(self.builds) == 1:  # built: the answer goes on while it returns
+                self.entered.set()
+                assert self.release.wait(10), "the test did not release the pass"
+
+        def counted_warm(hunks, *args, **kwargs) -> None:
+            self.warmed.append((len(hunks), threading.current_thread().name))
+            warm(hunks, *args, **kwargs)
+
+        def counted_review(run, **kwargs):
+            self.reviews.append((len(run.edits), threading.current_thread().name))
+            return review(run, **kwargs)
+
+        monkeypatch.setattr(AnswerRun, "rebuild_proposal", gated_build)
+        monkeypatch.setattr(app_module, "warm_bodies", counted_warm)
+        monkeypatch.setattr(app.station, "review", counted_review)
+
+
+async def _overtaken(app: SparkApp, gate: _Gate, first: str, rest: str) -> AnswerRun:
+    """Stream `first`, let a pass begin on it, then the rest and the answer's end arrive
+    while it diffs; the final rebuild is asked for as the app asks for it."""
+    run = AnswerRun(app.workspace, "two edits", "spark")
+    app._show_new_answer(run)
+    run.feed(first, 10)
+    app._request_rebuild()
+    assert await asyncio.to_thread(gate.entered.wait, 10), "the pass did not begin"
+    run.feed(rest, 10)
+    run.finish("stop")
+    final = asyncio.create_task(app._rebuild_now(final=True))
+    await asyncio.sleep(0.05)  # the final rebuild has asked the pass in flight to give way
+    gate.release.set()
+    await asyncio.wait_for(final, 20)
+    return run
+
+
+async def test_a_pass_without_the_last_edits_leaves_the_drawing_to_the_final_pass(demo_root, core_url,
+                                                                                 monkeypatch):
+    app = SparkApp(demo_root, core_url)
+    async with app.run_test(size=(120, 40)):
+        gate = _Gate(monkeypatch, app)
+        run = await _overtaken(app, gate, BLOCK_REPORT, BLOCK_DATES)
+        assert gate.builds == [1, 2]  # the overtaken pass, then the final one
+        assert gate.warmed == [(2, gate.warmed[0][1])], "only the final state's hunks are highlighted"
+        assert gate.reviews and all(edits == 2 for edits, _ in gate.reviews), "only the final state is reviewed"
+        assert len(run.hunks) == 2 and app._final_rebuilt is run and app.review is not None
+
+
+async def test_a_pass_with_every_edit_is_the_final_one_and_reviewed_in_its_own_call(demo_root, core_url,
+                                                                                    monkeypatch):
+    app = SparkApp(demo_root, core_url)
+    async with app.run_test(size=(120, 40)):
+        gate = _Gate(monkeypatch, app)
+        run = await _overtaken(app, gate, BLOCK_REPORT + BLOCK_DATES, "\nDone.\n")
+        assert gate.builds == [2], "no second pass: the one in flight had every edit"
+        assert gate.reviews == [(2, gate.reviews[0][1])], "reviewed once"
+        # the final state's highlighting and record run beside its review (the final pass's
+        # way), not before it in the building thread
+        assert [(n, name.startswith("rebuild-side")) for n, name in gate.warmed] == [(2, True)]
+        assert len(run.hunks) == 2 and app._final_rebuilt is run and app.review is not None
