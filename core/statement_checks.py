@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
-import itertools
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Sequence
@@ -45,14 +44,45 @@ class Statement:
     text: str  # its lines joined by "\n", with a final "\n"
 
 
-_CUTS: OrderedDict[str, list[Statement] | None] = OrderedDict()
+@dataclasses.dataclass(frozen=True, slots=True)
+class Cut:
+    """A file's lines and where its top-level statements start (0-based, ascending, the
+    first 0): a statement's text is joined only when a check asks for it (a file has
+    ~200 statements, a pass asks for a few)."""
+
+    rows: list[str]
+    starts: list[int]
+
+    def statement(self, n: int) -> Statement:
+        a = self.starts[n]
+        b = self.starts[n + 1] if n + 1 < len(self.starts) else len(self.rows)
+        return Statement(a + 1, b, "\n".join(self.rows[a:b]) + "\n")
+
+    def holding(self, rows: list[int]) -> list[tuple[Statement, tuple[int, ...]]]:
+        """The statements that hold some of `rows` (1-based, ascending), in order, each
+        with those rows relative to its first line."""
+        out: list[tuple[Statement, tuple[int, ...]]] = []
+        i = 0
+        while i < len(rows):
+            n = bisect.bisect_right(self.starts, rows[i] - 1) - 1
+            seg = self.statement(n)
+            j = bisect.bisect_right(rows, seg.last, i)
+            if j > i:
+                out.append((seg, tuple(r - seg.first for r in rows[i:j])))
+                i = j
+            else:  # past the last line
+                break
+        return out
+
+
+_CUTS: OrderedDict[str, Cut | None] = OrderedDict()
 _CUTS_LOCK = threading.Lock()
 
 
-def statements(text: str) -> list[Statement] | None:
-    """The file's top-level statements where the duplicate check cuts it (None: a lone CR
-    or code indented before any top-level line: check the whole file). The last 16 texts'
-    cuts are remembered (a pass asks for a text its slop and the previous pass cut)."""
+def cut(text: str) -> Cut | None:
+    """The file cut at its top-level statements where the duplicate check cuts it (None: a
+    lone CR or code indented before any top-level line: check the whole file). The last
+    16 texts' cuts are remembered (a pass asks for a text the previous pass cut)."""
     with _CUTS_LOCK:
         if text in _CUTS:
             return _CUTS[text]
@@ -60,12 +90,7 @@ def statements(text: str) -> list[Statement] | None:
 
     plain = text.replace("\r\n", "\n")
     starts = None if "\r" in plain else top_level_starts(plain)
-    out = None
-    if starts is not None:
-        rows = plain.split("\n")
-        bounds = [*starts, len(rows)]
-        out = [Statement(a + 1, b, "\n".join(rows[a:b]) + "\n") for a, b in itertools.pairwise(bounds)
-               if b > a]
+    out = None if starts is None else Cut(plain.split("\n"), starts)
     with _CUTS_LOCK:
         _CUTS[text] = out
         while len(_CUTS) > 16:
@@ -99,14 +124,10 @@ class StatementChecks:
         """What `check(text, path, lines=lines)` returns, from the statements' memo, in
         file order (by `new_line`; one function's twins in the check's order)."""
         rows = sorted(set(lines))
-        segs = statements(text)
-        if segs is None or not rows:
+        cuts = cut(text)
+        if cuts is None or not rows:
             return self._whole(text, path, rows)
-        wanted: list[tuple[Statement, tuple[int, ...]]] = []
-        for seg in segs:
-            lo, hi = bisect.bisect_left(rows, seg.first), bisect.bisect_right(rows, seg.last)
-            if lo < hi:
-                wanted.append((seg, tuple(r - seg.first for r in rows[lo:hi])))
+        wanted = cuts.holding([r for r in rows if r >= 1])
         known: dict[int, tuple[Any, ...]] = {}
         waits: dict[int, threading.Event] = {}
         mine: list[int] = []

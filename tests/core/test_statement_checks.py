@@ -118,3 +118,31 @@ def test_a_statement_asked_twice_at_once_is_checked_once(indexed) -> None:
     assert len(calls) == 1
     assert results[0] == results[1] == sorted(index.check_source(text, "new/b.py", lines=rows),
                                               key=lambda m: m.new_line)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_the_statements_holding_rows_are_those_a_scan_of_every_statement_finds(data: st.DataObject) -> None:
+    """Cut.holding (a bisect per group of rows, texts joined only for those statements)
+    == every statement of the cut tested against the rows, as the check first did."""
+    import bisect
+
+    from core.statement_checks import cut
+
+    files = real_python_files((SITE_PACKAGES,), 500, 40_000)
+    if not files:
+        pytest.skip("no site-packages Python files to test on")
+    text = read_text(data.draw(st.sampled_from(files), label="file"))
+    whole = cut(text)
+    if whole is None:
+        return
+    n_rows = len(whole.rows)
+    rows = sorted(data.draw(st.sets(st.integers(1, n_rows + 5), max_size=40), label="rows"))
+    every = [whole.statement(n) for n in range(len(whole.starts))]
+    assert "".join(s.text for s in every) == "\n".join(whole.rows) + "\n"  # the cut covers the file
+    expected = []
+    for seg in every:
+        lo, hi = bisect.bisect_left(rows, seg.first), bisect.bisect_right(rows, seg.last)
+        if lo < hi:
+            expected.append((seg, tuple(r - seg.first for r in rows[lo:hi])))
+    assert whole.holding(rows) == expected
