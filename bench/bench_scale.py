@@ -229,6 +229,9 @@ def _fresh_launch_child(root: Path) -> None:
     import json
 
     t0 = float(os.environ["SPARK_BENCH_T0"])
+    from core.indexing.service import preload
+
+    preload(root.resolve())  # as tui.commands.open_workstation does first
     from core.embedded import EmbeddedCore
 
     core = EmbeddedCore(project_root=root, config_file=None)

@@ -217,21 +217,25 @@ class RepoMap:
         self._progress: tuple[int, int | None, bool] = (0, None, True)  # done, total, complete
 
     # -- fed from a background indexer --------------------------------------------------
-    def use_external_index(self, on_event: Callable[[str], None] | None = None) -> None:
+    def use_external_index(self, on_event: Callable[[str], None] | None = None, *, prepare: bool = True) -> None:
         """From now on the map never scans in this process: `install` hands it what a
         background indexer built, and until then it renders empty (a request never waits).
-        `on_event` receives each file event, for the indexer to rescan that file."""
+        `on_event` receives each file event, for the indexer to rescan that file.
+        `prepare=False`: the caller loads the ranking's modules itself, when it chooses."""
         with self._lock:
             self._external = True
             self._on_event = on_event
             self._progress = (0, None, False)
-        # the ranking's modules (scipy.sparse: 0.1-0.4 s of imports) are loaded in the
-        # background now, a moment after launch, not by the first request or warm-up
-        threading.Thread(target=_prepare_soon, name="spark-map-imports", daemon=True).start()
+        if prepare:
+            # the ranking's modules (scipy.sparse: 0.1-0.4 s of imports) are loaded in the
+            # background now, a moment after launch, not by the first request or warm-up
+            threading.Thread(target=_prepare_soon, name="spark-map-imports", daemon=True).start()
 
     def install(self, *, files: Iterable[str] | None = None, graph: MapGraph | None = None,
-                progress: tuple[int, int | None, bool] | None = None) -> None:
-        """Swap in the tree listing, a graph and/or the indexing progress (cheap: no scan)."""
+                progress: tuple[int, int | None, bool] | None = None, warm: bool = True) -> None:
+        """Swap in the tree listing, a graph and/or the indexing progress (cheap: no scan).
+        `warm=False`: the caller warms the graph itself, when it chooses (the index service
+        holds a cached graph's warm-up until the app's first frame and the duplicate index)."""
         with self._lock:
             if files is not None:
                 self._all_files = set(files)
@@ -241,7 +245,7 @@ class RepoMap:
                 self._exact_sigs.clear()
                 self._lines.clear()
                 whole = progress is None or progress[2] or (progress[1] is not None and progress[0] >= progress[1])
-                if graph.files and whole:
+                if graph.files and whole and warm:
                     # the indexer warms a graph it sends (prefetch()), but one installed
                     # from the cache waits for the tree check first (up to ~1 s on 20k
                     # files), and a request in that window paid scipy's import, the

@@ -135,9 +135,17 @@ def preload(root: Path, cache_path: Path | None = None, use_cache: bool = True) 
     WARM_AFTER_FRAME_S) the service holds back the ranks' warm-up, whose CPU would
     otherwise compete with building that frame."""
     key = (Path(root).resolve(), cache_path, use_cache)
-    handle = _Preload(key[0], cache_path, use_cache)
+    stale = None
     with _preloads_lock:
-        _preloads[key] = handle
+        handle = _preloads.get(key)
+        if handle is None or time.monotonic() - handle.started > PRELOAD_FRESH_S / 2:
+            # none yet, or one that may be too old by the time the service takes it: begin
+            # anew. `spark` calls this first thing (tui.commands) and the app once more:
+            # the second call finds the first's work under way
+            stale, handle = handle, _Preload(key[0], cache_path, use_cache)
+            _preloads[key] = handle
+    if stale is not None:
+        threading.Thread(target=_discard, args=(stale,), daemon=True).start()
     return handle.first_frame.set
 
 
@@ -145,14 +153,20 @@ def _take_preload(root: Path, cache_path: Path | None, use_cache: bool) -> _Prel
     with _preloads_lock:
         found = _preloads.pop((root, cache_path, use_cache), None)
     if found is not None and time.monotonic() - found.started > PRELOAD_FRESH_S:
-        found.map_read.wait()
-        if found.child is not None:  # never used: it waits for a tree that will not come
-            found.child[0].close()
-            found.child[1].kill()
+        _discard(found)
         found = None
     if found is None:
         return None  # none, or so old that the tree may have changed since: check it now
     return found
+
+
+def _discard(handle: _Preload) -> None:
+    """End a preload nobody will take: its child (if it started one) waits for a tree that
+    will not come."""
+    handle.map_read.wait()
+    if handle.child is not None:
+        handle.child[0].close()
+        handle.child[1].kill()
 
 
 class IndexService:
@@ -190,7 +204,9 @@ class IndexService:
         if self._started:
             return self
         self._started = True
-        self.repo_map.use_external_index(on_event=self.on_file_event)
+        # the ranking's imports and warm-up wait for the app's first frame and the duplicate
+        # index (_warm_after_first_frame), not a fixed moment after this start
+        self.repo_map.use_external_index(on_event=self.on_file_event, prepare=False)
         threading.Thread(target=self._run, name="spark-index", daemon=True).start()
         return self
 
@@ -377,6 +393,9 @@ class IndexService:
             else:
                 self._note("the cached repo map is of an older tree: it is used, marked as being checked, "
                            "until the changed files are rescanned")
+                self._warm_after_first_frame()  # a request meanwhile ranks on it
+        else:
+            self._warm_after_first_frame(ranks=False)  # no map yet: the ranking's imports only
         args = (str(self.root), tree, str(self.cache_path) if self.cache_path else None,
                 self.use_cache, known_key)
         if self._first_frame is not None and started is None:
@@ -439,27 +458,46 @@ class IndexService:
         key, graph = latest
         n = len(graph.files)
         self._trusted = True
-        self.repo_map.install(graph=graph, progress=(n, n, False))
+        # warmed by _warm_after_first_frame, not at once: the warm-up (0.12-0.18 s of this
+        # process's CPU on 20,000 files) ran beside the niced indexer's start, in the window
+        # between the first frame and "duplicates ready" (4 launches at load 2-4)
+        self.repo_map.install(graph=graph, progress=(n, n, False), warm=False)
         self._update(map_done=n, map_total=n, map_complete=True, map_checked=False)
         return key
 
-    def _warm_after_first_frame(self) -> None:
+    def _warm_after_first_frame(self, *, ranks: bool = True) -> None:
         """Warm the ranks in a thread of its own, once the app's first frame is up (at
         load 6 the warm-up running beside the app's start delayed that frame by 0.7-2.6 s)
         and the duplicate index is ready or WARM_AFTER_DUPS_S has passed: the warm-up
         (~0.5 s of this process's CPU) beside the niced indexer's start held a second
-        launch's duplicates back under load, while it only speeds up a first request."""
+        launch's duplicates back under load, while it only speeds up a first request.
+        The ranking's imports (scipy.sparse, 0.1-0.15 s of CPU) come with it: the repo map
+        is told not to load them at once (`use_external_index(prepare=False)`). With
+        `ranks=False` (no map to rank yet: a first launch), only those imports, once the
+        first frame is up: a first launch's duplicate index takes minutes anyway."""
         gate = self._first_frame
 
         def later() -> None:
             if gate is not None:
                 gate.wait(WARM_AFTER_FRAME_S)
+            if not ranks:
+                self._prepare_ranking()
+                return
             with self._changed:
                 self._changed.wait_for(lambda: self._state.dups_complete
                                        or self._state.mode in {"failed", "stopped"}, WARM_AFTER_DUPS_S)
             self._warm_ranks()
 
         threading.Thread(target=later, name="spark-index-warm", daemon=True).start()
+
+    def _prepare_ranking(self) -> None:
+        """Import what ranking needs now, so a first request does not."""
+        try:
+            from core.context.rank import prepare_solver
+
+            prepare_solver()
+        except Exception as exc:  # noqa: BLE001 -- an optimisation; the request imports anyway
+            self._note(f"loading the repo map's ranking failed: {exc}")
 
     def _warm_ranks(self) -> None:
         """Rank the fresh graph once with no focus, here in the background: the first
@@ -618,6 +656,9 @@ def _spawn_child() -> tuple[Connection, subprocess.Popen]:
     package_root = str(Path(__file__).resolve().parents[2])
     env = dict(os.environ)
     env["PYTHONPATH"] = package_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    # the indexer never calls BLAS; OpenBLAS would start a thread per core at numpy's
+    # import (~35 ms of CPU in a second launch's child, on its way to "duplicates ready")
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")
     proc = subprocess.Popen(
         [sys.executable, "-m", "core.indexing.worker", str(theirs.fileno())],
         pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,

@@ -1,0 +1,182 @@
+"""What a second launch does when (issue 14: everything ready < 1 s on an unchanged tree).
+
+* `spark` begins the preload (cached map read, tree check, maybe the indexer's child) before
+  its heavy imports; the app's own `preload` call must find that work, not start it again;
+* the ranks' warm-up and the ranking's imports (this process's CPU) wait for the app's first
+  frame and the duplicate index, instead of running beside the indexer child's start;
+* the snapshot's stale files are found in one pass, exactly as `_dup_token` per file would.
+
+Real generated trees, real indexer runs and caches, as in test_dups_snapshot.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bench.repo_gen import generate
+from core.context import rank
+from core.context.repomap import RepoMap
+from core.indexing import service, worker
+from core.indexing.cache import cache_file
+from core.indexing.service import IndexService
+from core.indexing.treestate import TreeState
+
+
+def _first_launch(tmp_path: Path) -> tuple[Path, Path]:
+    root = generate(tmp_path / "repo", 24, 3)
+    cache_dir = tmp_path / "cache"
+    svc = IndexService(root, RepoMap(root), cache_path=cache_file(root, cache_dir), in_process=True).start()
+    assert svc.wait(120), svc.snapshot()
+    svc.stop()
+    return root, cache_dir
+
+
+def test_a_second_preload_finds_the_first(tmp_path, monkeypatch):
+    """`spark`'s early call and the app's later one share one preload (one tree check, one
+    early child): the second returns the first's first-frame signal."""
+    made: list[service._Preload] = []
+
+    class Counted(service._Preload):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(service, "_Preload", Counted)
+    root = generate(tmp_path / "repo", 3, 1)
+    first = service.preload(root)
+    second = service.preload(root)
+    try:
+        assert len(made) == 1
+        assert first == second  # the same bound Event.set
+    finally:
+        made[0].done.wait(30)
+        service._take_preload(root.resolve(), None, True)
+
+
+def test_an_old_preload_is_replaced_and_its_child_ended(tmp_path, monkeypatch):
+    """A preload too old to trust is begun again; the child the old one started (it waits
+    for a tree that will never come) is ended, not left behind."""
+    root, cache_dir = _first_launch(tmp_path)
+    path = cache_file(root, cache_dir)
+    monkeypatch.setattr(service, "EARLY_CHILD_SNAPSHOT_BYTES", 1)
+    monkeypatch.setattr(service, "_spare_core", lambda: True)
+    key = (root.resolve(), path, True)
+    service.preload(root, path)
+    old = service._preloads[key]
+    old.map_read.wait(30)
+    assert old.child is not None
+    old.started -= service.PRELOAD_FRESH_S  # as if launched long ago
+    service.preload(root, path)
+    new = service._preloads[key]
+    try:
+        assert new is not old
+        old.child[1].wait(30)  # raises TimeoutExpired if it was left running
+    finally:
+        new.done.wait(30)
+        taken = service._take_preload(*key)
+        if taken is not None and taken.child is not None:
+            taken.child[1].kill()
+            taken.child[1].wait(30)
+
+
+def test_the_ranks_wait_for_the_first_frame_and_the_duplicates(tmp_path, monkeypatch):
+    """On a second launch the cached map is installed at once, but neither its warm-up nor
+    the ranking's imports run before the app's first frame; after it they run once the
+    duplicate index is ready."""
+    root, cache_dir = _first_launch(tmp_path)
+    path = cache_file(root, cache_dir)
+    calls: list[tuple[str, float]] = []
+    real_prefetch = RepoMap.prefetch
+
+    def prefetch(self, *args, **kwargs):
+        calls.append(("prefetch", time.time()))
+        return real_prefetch(self, *args, **kwargs)
+
+    monkeypatch.setattr(RepoMap, "prefetch", prefetch)
+    monkeypatch.setattr(rank, "prepare_solver", lambda: calls.append(("imports", time.time())))
+    # the child started early (as on an idle machine), so the index needs no first frame;
+    # the frame comes only when this test says so
+    monkeypatch.setattr(service, "EARLY_CHILD_SNAPSHOT_BYTES", 1)
+    monkeypatch.setattr(service, "_spare_core", lambda: True)
+    monkeypatch.setattr(service, "WARM_AFTER_FRAME_S", 60.0)
+    first_frame = service.preload(root, path)
+    svc = IndexService(root, RepoMap(root), cache_path=path).start()
+    try:
+        assert svc.wait(120), svc.snapshot()
+        snap = svc.snapshot()
+        assert snap.map_checked and snap.dups_complete
+        time.sleep(0.3)  # the repo map's own warm-up would have begun 0.05 s after the install
+        assert calls == []
+        first_frame()
+        deadline = time.time() + 30
+        while not calls and time.time() < deadline:
+            time.sleep(0.01)
+        assert [name for name, _ in calls] == ["prefetch"]
+        assert snap.dups_ready_at is not None and calls[0][1] >= snap.dups_ready_at
+    finally:
+        svc.stop()
+
+
+def test_a_first_launch_loads_the_ranking_after_the_first_frame(tmp_path, monkeypatch):
+    """No cached map: the ranking's imports (not a warm-up: there is nothing to rank yet)
+    wait for the first frame only, not for a duplicate index that takes minutes."""
+    root = generate(tmp_path / "repo", 5, 2)
+    path = cache_file(root, tmp_path / "cache")
+    loaded = threading.Event()
+    monkeypatch.setattr(rank, "prepare_solver", loaded.set)
+    monkeypatch.setattr(service, "WARM_AFTER_FRAME_S", 60.0)
+    first_frame = service.preload(root, path)
+    svc = IndexService(root, RepoMap(root), cache_path=path).start()
+    try:
+        assert not loaded.wait(0.5)
+        first_frame()
+        assert loaded.wait(30)
+    finally:
+        svc.wait(120)
+        svc.stop()
+
+
+TOKENS = st.sampled_from([b"a" * 40, b"b" * 40, b"c" * 40])
+
+
+@settings(max_examples=60, deadline=None)
+@given(saved=st.dictionaries(st.sampled_from([f"m{i}.py" for i in range(8)]),
+                             st.one_of(TOKENS.map(lambda t: "t:" + t.hex()), st.just("s:1:2")), max_size=8),
+       told=st.dictionaries(st.sampled_from([f"m{i}.py" for i in range(8)]), TOKENS, max_size=8),
+       current=st.sets(st.sampled_from([f"m{i}.py" for i in range(8)])),
+       on_disk=st.sets(st.sampled_from([f"m{i}.py" for i in range(8)])))
+def test_stale_files_are_those_whose_token_differs(tmp_path_factory, saved, told, current, on_disk):
+    """`Indexer._stale` == the per-file rule it replaced: gone from the listing, or a
+    `_dup_token` (the tree state's token, else the file's stat) other than the saved one."""
+    root = tmp_path_factory.mktemp("tree")
+    for rel in on_disk:
+        (root / rel).write_text("x = 1\n")
+        os.utime(root / rel, ns=(1, 1))  # a stat token of 's:1:6'
+    ix = worker.Indexer(root, None, TreeState(sorted(current), b"k", "git", dict(told)), use_cache=False)  # type: ignore[arg-type]
+    reference = [rel for rel, token in saved.items() if rel not in current or ix._dup_token(rel) != token]
+    assert ix._stale(saved, current) == reference
+
+
+def test_the_child_runs_without_blas_threads():
+    """The indexer child never calls BLAS: OpenBLAS's per-core threads (started at numpy's
+    import) are not started in it."""
+    conn, proc = service._spawn_child()
+    try:
+        environ = Path(f"/proc/{proc.pid}/environ")
+        deadline = time.time() + 30
+        while time.time() < deadline and b"PYTHONPATH" not in environ.read_bytes():
+            time.sleep(0.01)  # until exec has replaced the forked image
+        assert b"OPENBLAS_NUM_THREADS=1\0" in environ.read_bytes()
+    finally:
+        conn.close()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
