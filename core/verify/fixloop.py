@@ -11,6 +11,7 @@ restates the change against the original files, that placement is used.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
@@ -115,6 +116,8 @@ class OverlayWorkspace(Workspace):
         self._deny = base._deny
         self._base = base
         self._texts = dict(texts)
+        self._snapshots = {}  # Workspace.snapshot's memo of the last reads: its own
+        self._snapshots_lock = threading.Lock()
 
     def read_bytes(self, rel: str) -> bytes | None:
         key = self.relpath(rel)
