@@ -35,6 +35,7 @@ import itertools
 import logging
 import os
 import threading
+from collections import deque
 from concurrent.futures import CancelledError, Future
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -50,6 +51,9 @@ log = logging.getLogger(__name__)
 
 ENV = "SPARK_SLOP_PROCESS"
 MAX_RESTARTS = 3  # a child that keeps dying is given up on: the work stays in-process
+# jobs sent to a child and not answered yet (the one it works on and the next, whose ruff it
+# starts meanwhile); the rest wait in the parent, where a newer pass drops them unsent
+MAX_IN_FLIGHT = 2
 
 
 class SlopWorkerError(SparkError):
@@ -61,14 +65,24 @@ def enabled() -> bool:
 
 
 class SlopWorker:
-    """One child interpreter answering slop analyses in order; thread-safe."""
+    """One child interpreter answering slop analyses in order; thread-safe.
+
+    Jobs wait in the parent (`_outbox`) and a sender thread keeps MAX_IN_FLIGHT of them
+    at the child. Sent at once, every pass of a fast-streaming answer put each edited
+    file's text (~60 kB) on the socket: the child reads between jobs, so the buffer
+    filled and the review thread that sent the final pass's jobs blocked in `send` for
+    50-150 ms after the last token (most of what was queued ahead of it was dropped
+    later anyway). Now a submit never blocks, and a drop removes unsent jobs here."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()  # the connection and the pending futures
+        self._lock = threading.Lock()  # the connection, the pending futures, the outbox
+        self._ready = threading.Condition(self._lock)  # the outbox or the jobs in flight changed
         self._send_lock = threading.Lock()  # one message at a time on the socket
         self._conn: Connection | None = None
         self._proc: Any = None
         self._pending: dict[int, tuple[Future[Any], type]] = {}  # job -> (future, the answer's type)
+        self._outbox: deque[tuple[int, tuple]] = deque()  # (job, message) not sent yet, in order
+        self._sent: set[int] = set()  # jobs at the child, not answered yet
         self._ids = itertools.count()
         self._starts = 0
         self._closed = False
@@ -82,40 +96,41 @@ class SlopWorker:
         return self._submit(list, "syntax", path, text)
 
     def pending(self) -> int:
-        """Jobs sent and not answered yet."""
+        """Jobs submitted and not answered yet (waiting here or at the child)."""
         with self._lock:
             return len(self._pending)
 
     def _submit(self, answer: type, kind: str, *args: Any) -> Future[Any]:
+        """Queue a job for the sender thread (never blocks on the socket)."""
         future: Future[Any] = Future()
         try:
             with self._lock:
+                self._connection()
                 job = next(self._ids)
-                conn = self._connection()
                 self._pending[job] = (future, answer)
-            # not under _lock: a send blocks while the child's socket buffer is full, and
-            # the child empties it only once the reader (which takes _lock) took its reply
-            with self._send_lock:
-                conn.send((kind, job, *args))
+                self._outbox.append((job, (kind, job, *args)))
+                self._ready.notify_all()
         except (OSError, ValueError, SlopWorkerError) as exc:
-            with self._lock:
-                self._pending.pop(job, None) if "job" in locals() else None
-            if not future.done():
-                future.set_exception(SlopWorkerError(f"slop worker unavailable: {exc}"))
+            future.set_exception(SlopWorkerError(f"slop worker unavailable: {exc}"))
         return future
 
     def drop(self, futures: list[Future[Any]]) -> None:
-        """Nobody waits for these any more (a newer version of their file came): the child
-        skips them if it has not started them yet."""
+        """Nobody waits for these any more (a newer version of their file came): those not
+        sent yet are never sent; the child skips the others if it has not started them."""
         with self._lock:
-            jobs = [job for job, (f, _) in self._pending.items() if any(f is g for g in futures)]
+            jobs = {job for job, (f, _) in self._pending.items() if any(f is g for g in futures)}
             for job in jobs:
                 self._pending.pop(job)[0].cancel()
+            sent = sorted(jobs & self._sent)
+            self._sent -= jobs
+            if len(sent) < len(jobs):
+                self._outbox = deque(item for item in self._outbox if item[0] not in jobs)
+            self._ready.notify_all()
             conn = self._conn
-        if jobs and conn is not None:
+        if sent and conn is not None:
             try:
                 with self._send_lock:
-                    conn.send(("drop", jobs))
+                    conn.send(("drop", sent))
             except (OSError, ValueError):
                 pass
 
@@ -131,6 +146,7 @@ class SlopWorker:
         with self._lock:
             self._closed = True
             conn, self._conn = self._conn, None
+            self._ready.notify_all()  # the sender thread ends
         if conn is not None:
             try:
                 with self._send_lock:
@@ -157,7 +173,32 @@ class SlopWorker:
         conn, self._proc = _spawn_child()
         self._conn = conn
         threading.Thread(target=self._read, args=(conn,), name="slop-worker-reader", daemon=True).start()
+        threading.Thread(target=self._send_jobs, args=(conn,), name="slop-worker-sender", daemon=True).start()
         return conn
+
+    def _send_jobs(self, conn: Connection) -> None:
+        """Send the outbox in order, keeping MAX_IN_FLIGHT jobs at the child; ends with
+        the connection (the reader then fails whatever was still pending)."""
+        while True:
+            with self._lock:
+                while self._conn is conn and not (self._outbox and len(self._sent) < MAX_IN_FLIGHT):
+                    self._ready.wait()
+                if self._conn is not conn:
+                    return
+                job, message = self._outbox.popleft()
+                self._sent.add(job)
+            try:
+                with self._send_lock:
+                    conn.send(message)
+            except Exception as exc:  # noqa: BLE001 - the job fails, its caller computes it
+                with self._lock:
+                    self._sent.discard(job)
+                    future = self._pending.pop(job, (None, object))[0]
+                    self._ready.notify_all()
+                if future is not None and not future.done():
+                    future.set_exception(SlopWorkerError(f"slop worker: cannot send: {exc!r}"))
+                if isinstance(exc, OSError):
+                    return  # the socket is gone: the reader sees it too
 
     def _read(self, conn: Connection) -> None:
         """Hand each answer to its Future; on EOF fail everything still pending."""
@@ -166,6 +207,8 @@ class SlopWorker:
                 kind, job, payload = conn.recv()
                 with self._lock:
                     future, answer = self._pending.pop(job, (None, object))
+                    self._sent.discard(job)
+                    self._ready.notify_all()
                 if future is None or future.cancelled():
                     continue
                 if kind == "ok" and isinstance(payload, answer):
@@ -178,8 +221,12 @@ class SlopWorker:
             if self._conn is conn:
                 self._conn = None
             pending, self._pending = self._pending, {}
+            self._outbox.clear()
+            self._sent.clear()
+            self._ready.notify_all()
         for future, _ in pending.values():
-            future.set_exception(SlopWorkerError(why))
+            if not future.done():
+                future.set_exception(SlopWorkerError(why))
 
 
 def _spawn_child() -> tuple[Connection, Any]:

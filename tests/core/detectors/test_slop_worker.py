@@ -204,3 +204,62 @@ def test_a_review_waiting_for_slop_gives_way_to_a_newer_rebuild():
     done: Future = Future()
     done.set_result(None)
     Workstation._wait_for(done, stale=lambda: True)  # a finished job: nothing to give way to
+
+
+def test_jobs_wait_in_the_parent_and_a_submit_never_blocks_on_a_busy_child():
+    """A stopped child takes MAX_IN_FLIGHT jobs; the rest wait here (a submit returns at
+    once even when their texts are far more than the socket holds), dropped ones are
+    never sent, and once the child goes on every job left is answered as in-process."""
+    import os
+    import signal
+    import time
+
+    w = SlopWorker()
+    try:
+        w.warm()
+        assert w._proc is not None
+        os.kill(w._proc.pid, signal.SIGSTOP)
+        big = SLOPPY + "\n".join(f"# padding line {i} " + "x" * 60 for i in range(4000)) + "\n"  # ~300 kB
+        added = set(range(1, 12))
+        t0 = time.perf_counter()
+        jobs = [w.analyze(f"b{i}.py", big + f"# {i}\n", added) for i in range(8)]
+        assert time.perf_counter() - t0 < 5  # 2.4 MB: a blocking send would wait for the stopped child
+        time.sleep(0.2)
+        assert len(w._sent) <= slop_worker.MAX_IN_FLIGHT and len(w._outbox) >= 8 - slop_worker.MAX_IN_FLIGHT
+        w.drop(jobs[2:6])
+        assert all(job.cancelled() for job in jobs[2:6]) and w.pending() == 4
+        assert not any(item[0] in {2, 3, 4, 5} for item in w._outbox)  # never sent
+        os.kill(w._proc.pid, signal.SIGCONT)
+        for i in (0, 1, 6, 7):
+            text = big + f"# {i}\n"
+            assert jobs[i].result(timeout=60) == analyze_change(f"b{i}.py", text, text, added=added)
+        assert w.pending() == 0 and not w._sent and not w._outbox
+    finally:
+        if w._proc is not None:
+            os.kill(w._proc.pid, signal.SIGCONT)
+        w.close()
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(st.lists(st.one_of(st.integers(0, 5), st.sets(st.integers(0, 30), max_size=4)), max_size=25))
+def test_any_sequence_of_submits_and_drops_answers_every_job_kept(worker, ops):
+    """Submits (an int: which text) and drops (a set: which earlier jobs) in any order:
+    every job not dropped gets exactly the in-process report; nothing stays pending."""
+    jobs: list[tuple[int, Future]] = []
+    dropped: set[int] = set()
+    added = {5, 6, 7}
+    for op in ops:
+        if isinstance(op, int):
+            jobs.append((op, worker.analyze(f"s{op}.py", SLOPPY + f"# {op}\n", added)))
+        else:
+            gone = [n for n in op if n < len(jobs)]
+            worker.drop([jobs[n][1] for n in gone])
+            dropped.update(gone)
+    for n, (which, job) in enumerate(jobs):
+        if n in dropped:
+            assert job.cancelled()
+            continue
+        text = SLOPPY + f"# {which}\n"
+        assert job.result(timeout=60) == analyze_change(f"s{which}.py", text, text, added=added)
+    assert worker.pending() == 0
