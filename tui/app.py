@@ -13,6 +13,7 @@ the status bar, the footer's keys and the focused area change together.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import gc
 import inspect
@@ -672,7 +673,10 @@ class SparkApp(App):
                 # later); its record and highlighting meanwhile, beside the review, which
                 # mostly waits for the duplicate checks and the slop worker (in a row they
                 # put 40-70 ms between the diff and the review)
-                side = _SIDE.submit(prepare)
+                # in this thread's context (the app's, as to_thread gives it): highlighting
+                # is kept per theme, and without it the side thread filled the cache under no
+                # theme, so the UI thread converted the final hunks again in the final sync
+                side = _SIDE.submit(contextvars.copy_context().run, prepare)
                 reviewed = review()
                 side.result()
                 return True, reviewed

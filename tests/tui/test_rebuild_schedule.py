@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections import OrderedDict
 
 from core.answer import AnswerRun
 from tui import app as app_module
@@ -105,3 +106,31 @@ async def test_a_pass_with_every_edit_is_the_final_one_and_reviewed_in_its_own_c
         # way), not before it in the building thread
         assert [(n, name.startswith("rebuild-side")) for n, name in gate.warmed] == [(2, True)]
         assert len(run.hunks) == 2 and app._final_rebuilt is run and app.review is not None
+
+
+async def test_the_final_hunks_are_highlighted_off_the_ui_thread_for_the_theme_drawn(demo_root, core_url,
+                                                                                    monkeypatch):
+    """The final pass highlights its hunks on a side thread beside its review; the cache is
+    kept per theme, so that thread must convert under the app's theme, or the final sync
+    converts every hunk again on the UI thread."""
+    from tui.widgets import diff_render
+
+    converted: list[str] = []
+    cached_body = diff_render.cached_body
+
+    def counted(key):
+        converted.append(threading.current_thread().name)
+        return cached_body(key)
+
+    monkeypatch.setattr(diff_render, "cached_body", counted)
+    monkeypatch.setattr(diff_render, "_CONTENT", OrderedDict())  # nothing converted yet (other tests)
+    app = SparkApp(demo_root, core_url)
+    async with app.run_test(size=(120, 40)) as pilot:
+        run = AnswerRun(app.workspace, "two edits", "spark")
+        app._show_new_answer(run)
+        run.feed(BLOCK_REPORT + BLOCK_DATES, 20)
+        run.finish("stop")
+        await asyncio.wait_for(app._rebuild_now(final=True), 20)
+        await pilot.pause()
+        assert len(app.query(app_module.HunkView)) == len(run.hunks) == 2
+    assert converted and "MainThread" not in converted, converted
