@@ -425,16 +425,6 @@ class Indexer:
             return None
         return f"s:{st.st_mtime_ns}:{st.st_size}"
 
-    def _stale(self, saved: dict[str, str], current: set[str]) -> list[str]:
-        """The snapshot's files that are gone or whose token is not `_dup_token`'s now. The
-        tokens are made in one pass (a call per file was 30-50 ms of a second launch's
-        ~0.3 s to "duplicates ready" on 20,000 files); a file the tree's state holds no
-        token for asks `_dup_token` itself (its stat)."""
-        told = self.state.tokens if self.state is not None else {}
-        now = {rel: "t:" + token.hex() for rel, token in told.items() if rel in saved}
-        return [rel for rel, token in saved.items()
-                if rel not in current or (now.get(rel) != token and self._dup_token(rel) != token)]
-
     def preload_dups(self) -> None:
         """Map the duplicate snapshot, check it and list the tree's Python files, before
         the tree's state is known (a child started early does this while git checks the
@@ -467,7 +457,7 @@ class Indexer:
             return False
         files = self._python_files()
         current = set(files)
-        stale = self._stale(saved, current)
+        stale = [rel for rel, token in saved.items() if rel not in current or self._dup_token(rel) != token]
         for rel in stale:
             self.dups.remove_file(rel)
         todo = sorted((current - saved.keys()) | (current & set(stale)))

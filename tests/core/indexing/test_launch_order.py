@@ -4,29 +4,23 @@
   its heavy imports; the app's own `preload` call must find that work, not start it again;
 * the ranks' warm-up and the ranking's imports (this process's CPU) wait for the app's first
   frame and the duplicate index, instead of running beside the indexer child's start;
-* the snapshot's stale files are found in one pass, exactly as `_dup_token` per file would.
 
 Real generated trees, real indexer runs and caches, as in test_dups_snapshot.
 """
 
 from __future__ import annotations
 
-import os
 import subprocess
 import threading
 import time
 from pathlib import Path
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from bench.repo_gen import generate
 from core.context import rank
 from core.context.repomap import RepoMap
-from core.indexing import service, worker
+from core.indexing import service
 from core.indexing.cache import cache_file
 from core.indexing.service import IndexService
-from core.indexing.treestate import TreeState
 
 
 def _first_launch(tmp_path: Path) -> tuple[Path, Path]:
@@ -141,27 +135,6 @@ def test_a_first_launch_loads_the_ranking_after_the_first_frame(tmp_path, monkey
     finally:
         svc.wait(120)
         svc.stop()
-
-
-TOKENS = st.sampled_from([b"a" * 40, b"b" * 40, b"c" * 40])
-
-
-@settings(max_examples=60, deadline=None)
-@given(saved=st.dictionaries(st.sampled_from([f"m{i}.py" for i in range(8)]),
-                             st.one_of(TOKENS.map(lambda t: "t:" + t.hex()), st.just("s:1:2")), max_size=8),
-       told=st.dictionaries(st.sampled_from([f"m{i}.py" for i in range(8)]), TOKENS, max_size=8),
-       current=st.sets(st.sampled_from([f"m{i}.py" for i in range(8)])),
-       on_disk=st.sets(st.sampled_from([f"m{i}.py" for i in range(8)])))
-def test_stale_files_are_those_whose_token_differs(tmp_path_factory, saved, told, current, on_disk):
-    """`Indexer._stale` == the per-file rule it replaced: gone from the listing, or a
-    `_dup_token` (the tree state's token, else the file's stat) other than the saved one."""
-    root = tmp_path_factory.mktemp("tree")
-    for rel in on_disk:
-        (root / rel).write_text("x = 1\n")
-        os.utime(root / rel, ns=(1, 1))  # a stat token of 's:1:6'
-    ix = worker.Indexer(root, None, TreeState(sorted(current), b"k", "git", dict(told)), use_cache=False)  # type: ignore[arg-type]
-    reference = [rel for rel, token in saved.items() if rel not in current or ix._dup_token(rel) != token]
-    assert ix._stale(saved, current) == reference
 
 
 def test_the_child_runs_without_blas_threads():
