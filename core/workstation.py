@@ -493,10 +493,18 @@ class Workstation:
                     from core.detectors.slop import prefetch
 
                     prefetch(ahead.path, ahead.new_text, set(_added_lines(_new_ranges(ahead))))
-            job = slop.get(i)
-            if (n or first_may_go) and stale is not None and job is not None:  # the file's slop is computed in the
-                self._wait_for(job, stale)  # worker: a newer rebuild need not wait for it here
-            done = self._review_file(proposal.files[i], checks.pop(i), job)
+            job, dup = slop.get(i), checks.pop(i)
+            if stale is not None:
+                # the file's slop (the worker) and duplicate check (the pool) are waited for
+                # here, where a newer rebuild need not wait: the first file of a pass gives
+                # way too once the answer has finished (the pass the last token overtook
+                # waited 0.5 s for its first file's slop, behind the worker's queue, while
+                # the final rebuild waited for it)
+                gives_way = stale if n else (lambda: run.finished and stale())
+                for future in (job, dup):
+                    if future is not None:
+                        self._wait_for(future, gives_way)
+            done = self._review_file(proposal.files[i], dup, job)
             parts[i] = done
             if not (self.dups_ready and any(f.kind == "unchecked" for f in done.findings)):
                 self._file_reviews[keys[i]] = done  # a check that failed is asked again by the next pass
@@ -530,8 +538,9 @@ class Workstation:
 
     @staticmethod
     def _wait_for(job: Future, stale: Callable[[], bool]) -> None:
-        """Wait for a slop job, or raise ReviewSuperseded as soon as a newer rebuild waits
-        (the job goes on in the worker; the next pass takes it if the file is unchanged)."""
+        """Wait for a slop job or a duplicate check, or raise ReviewSuperseded as soon as a
+        newer rebuild waits (the job goes on; the next pass takes it if the file is
+        unchanged, a duplicate check's statements are remembered for it)."""
         from concurrent.futures import wait
 
         while not wait([job], timeout=0.005).done:

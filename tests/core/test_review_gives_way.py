@@ -42,3 +42,44 @@ def test_a_superseded_pass_gives_way_before_its_first_file_only_once_the_answer_
         station.review(run, stale=lambda: True)
     assert station._review_count == reviewed
     assert station.review(run).findings is not None  # nothing newer: the pass completes
+
+
+def test_a_pass_waiting_for_its_first_file_gives_way_when_the_answer_ends_meanwhile(tmp_path, monkeypatch):
+    """While the answer streams the first file's slop is waited for (progress); when the
+    answer finishes during that wait and a newer rebuild waits, the pass gives way at once
+    (it waited for the worker's queue while the final rebuild waited for it)."""
+    import threading
+    from concurrent.futures import Future
+
+    from core import workstation
+
+    never: Future = Future()  # the worker never answers
+    monkeypatch.setattr(slop_worker, "analyze_change_off_thread", lambda *a, **k: never)
+    monkeypatch.setattr(workstation.Workstation, "_drop_slop_jobs", staticmethod(lambda jobs: None))
+    names = ["alpha", "beta"]
+    (tmp_path / "pkg").mkdir()
+    for name in names:
+        (tmp_path / "pkg" / f"{name}.py").write_text(SOURCE.format(name=name))
+    station = Workstation(tmp_path)
+    run = AnswerRun(station.workspace, "change", "spark")
+    run.feed(_answer(names), 60)
+    run.rebuild_proposal()
+    newer = threading.Event()
+    outcome: list[BaseException | None] = []
+
+    def review() -> None:
+        try:
+            station.review(run, stale=newer.is_set)
+            outcome.append(None)
+        except BaseException as exc:  # noqa: BLE001 - the test reads what it was
+            outcome.append(exc)
+
+    thread = threading.Thread(target=review, daemon=True)
+    thread.start()
+    newer.set()  # a newer rebuild waits, but the answer streams: the first file is waited for
+    thread.join(0.3)
+    assert thread.is_alive() and not outcome
+    run.finish("stop")
+    thread.join(5)
+    assert not thread.is_alive() and isinstance(outcome[0], ReviewSuperseded)
+    assert station._review_count == 0
