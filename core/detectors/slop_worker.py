@@ -82,6 +82,7 @@ class SlopWorker:
         self._proc: Any = None
         self._pending: dict[int, tuple[Future[Any], type]] = {}  # job -> (future, the answer's type)
         self._outbox: deque[tuple[int, tuple]] = deque()  # (job, message) not sent yet, in order
+        self._later: deque[tuple[int, tuple]] = deque()  # the same, sent when the outbox is empty
         self._sent: set[int] = set()  # jobs at the child, not answered yet
         self._ids = itertools.count()
         self._starts = 0
@@ -92,23 +93,26 @@ class SlopWorker:
         return self._submit(SlopReport, "slop", path, new_text, sorted(added))
 
     def syntax(self, path: str, text: str) -> Future[list[Problem]]:
-        """`core.verify.checks.check_syntax(path, text)` of a Python text, computed in the child."""
-        return self._submit(list, "syntax", path, text)
+        """`core.verify.checks.check_syntax(path, text)` of a Python text, computed in the
+        child after every slop job waiting then (a review waits for its slop; the verifier's
+        report comes after the answer is shown)."""
+        return self._submit(list, "syntax", path, text, later=True)
 
     def pending(self) -> int:
         """Jobs submitted and not answered yet (waiting here or at the child)."""
         with self._lock:
             return len(self._pending)
 
-    def _submit(self, answer: type, kind: str, *args: Any) -> Future[Any]:
-        """Queue a job for the sender thread (never blocks on the socket)."""
+    def _submit(self, answer: type, kind: str, *args: Any, later: bool = False) -> Future[Any]:
+        """Queue a job for the sender thread (never blocks on the socket); `later`: sent
+        only when no other job waits."""
         future: Future[Any] = Future()
         try:
             with self._lock:
                 self._connection()
                 job = next(self._ids)
                 self._pending[job] = (future, answer)
-                self._outbox.append((job, (kind, job, *args)))
+                (self._later if later else self._outbox).append((job, (kind, job, *args)))
                 self._ready.notify_all()
         except (OSError, ValueError, SlopWorkerError) as exc:
             future.set_exception(SlopWorkerError(f"slop worker unavailable: {exc}"))
@@ -125,6 +129,7 @@ class SlopWorker:
             self._sent -= jobs
             if len(sent) < len(jobs):
                 self._outbox = deque(item for item in self._outbox if item[0] not in jobs)
+                self._later = deque(item for item in self._later if item[0] not in jobs)
             self._ready.notify_all()
             conn = self._conn
         if sent and conn is not None:
@@ -181,11 +186,11 @@ class SlopWorker:
         the connection (the reader then fails whatever was still pending)."""
         while True:
             with self._lock:
-                while self._conn is conn and not (self._outbox and len(self._sent) < MAX_IN_FLIGHT):
+                while self._conn is conn and not ((self._outbox or self._later) and len(self._sent) < MAX_IN_FLIGHT):
                     self._ready.wait()
                 if self._conn is not conn:
                     return
-                job, message = self._outbox.popleft()
+                job, message = (self._outbox or self._later).popleft()
                 self._sent.add(job)
             try:
                 with self._send_lock:
@@ -222,6 +227,7 @@ class SlopWorker:
                 self._conn = None
             pending, self._pending = self._pending, {}
             self._outbox.clear()
+            self._later.clear()
             self._sent.clear()
             self._ready.notify_all()
         for future, _ in pending.values():

@@ -263,3 +263,39 @@ def test_any_sequence_of_submits_and_drops_answers_every_job_kept(worker, ops):
         text = SLOPPY + f"# {which}\n"
         assert job.result(timeout=60) == analyze_change(f"s{which}.py", text, text, added=added)
     assert worker.pending() == 0
+
+
+def test_slop_jobs_go_before_syntax_jobs_waiting_in_the_parent():
+    """The verifier's syntax checks wait for every slop job submitted meanwhile (a review
+    waits for its slop; the verifier's report comes after the answer is shown)."""
+    import os
+    import signal
+    import time
+
+    from core.verify.checks import check_syntax
+
+    w = SlopWorker()
+    try:
+        w.warm()
+        assert w._proc is not None
+        os.kill(w._proc.pid, signal.SIGSTOP)
+        order: list[str] = []
+        jobs = {}
+        for name in ("syntax0", "syntax1", "slop0", "slop1", "syntax2"):
+            job = (w.syntax(f"{name}.py", SLOPPY) if name.startswith("syntax")
+                   else w.analyze(f"{name}.py", SLOPPY, {5}))
+            job.add_done_callback(lambda _f, name=name: order.append(name))
+            jobs[name] = job
+            while name == "syntax1" and len(w._sent) < 2:  # both at the child: the rest wait here
+                time.sleep(0.01)
+        os.kill(w._proc.pid, signal.SIGCONT)
+        for name, job in jobs.items():
+            got = job.result(timeout=60)
+            assert got == (check_syntax(f"{name}.py", SLOPPY) if name.startswith("syntax")
+                           else analyze_change(f"{name}.py", SLOPPY, SLOPPY, added={5}))
+        # the first two were at the child already; the one queued after the slop went last
+        assert order == ["syntax0", "syntax1", "slop0", "slop1", "syntax2"]
+    finally:
+        if w._proc is not None:
+            os.kill(w._proc.pid, signal.SIGCONT)
+        w.close()
