@@ -789,7 +789,10 @@ class SparkApp(App):
     # -- decisions ---------------------------------------------------------------------------
     def _decide(self, accept: bool, everything: bool = False, reason: str | None = None) -> None:
         run = self.answer
-        if run is None or not run.finished or not run.hunks or run.applied:
+        # (`settled`: its final review is in; the accept policy reads its findings: between
+        # the last token and the final review, the hunks drawn were decided on an earlier
+        # state's findings, or none for the hunks of the last blocks)
+        if run is None or not run.finished or not self.settled or not run.hunks or run.applied:
             return
         diff = self.query_one(DiffView)
         if everything:

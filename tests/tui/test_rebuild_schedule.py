@@ -4,7 +4,8 @@ A pass begins while the answer streams; the answer ends while it diffs. Built wi
 answer's last edits, its state is replaced at once by the final pass: it must not highlight
 and record hunks for a screen that never shows them (80-110 ms of GIL after the last token,
 measured). Built with every edit, it is the final state: its review runs in the same
-thread call, with the highlighting beside it, as the final pass's does.
+thread call, with the highlighting beside it, as the final pass's does. The keys that decide
+wait for the final review (the accept policy reads its findings).
 
 The pass is held inside `rebuild_proposal` (a gate) while the test finishes the answer, so
 the interleaving is the one under test, not a matter of timing.
@@ -134,3 +135,38 @@ async def test_the_final_hunks_are_highlighted_off_the_ui_thread_for_the_theme_d
         await pilot.pause()
         assert len(app.query(app_module.HunkView)) == len(run.hunks) == 2
     assert converted and "MainThread" not in converted, converted
+
+
+async def test_decisions_wait_for_the_final_review(demo_root, core_url, monkeypatch):
+    """Between the last token and the final review the screen shows hunks (those drawn while
+    the answer streamed) whose findings are an earlier state's, or none: a key decides
+    nothing until the answer is fully shown."""
+    # the dwell guard off: a key right after the draw is what is under test, not reading speed
+    app = SparkApp(demo_root, core_url, guards={"guards": {"dwell_lines_per_second": 0}})
+    async with app.run_test(size=(120, 40)):
+        started, release = threading.Event(), threading.Event()
+        review = app.station.review
+
+        def held_review(run, **kwargs):
+            if run.finished:
+                started.set()
+                assert release.wait(10), "the test did not release the review"
+            return review(run, **kwargs)
+
+        monkeypatch.setattr(app.station, "review", held_review)
+        run = AnswerRun(app.workspace, "two edits", "spark")
+        app._show_new_answer(run)
+        run.feed(BLOCK_REPORT + BLOCK_DATES, 20)
+        await app._rebuild_now()  # drawn while streaming: the hunks are on screen, reviewed
+        assert len(app.query(app_module.HunkView)) == 2 and app.review is not None
+        run.finish("stop")
+        final = asyncio.create_task(app._rebuild_now(final=True))
+        assert await asyncio.to_thread(started.wait, 10), "the final review did not start"
+        app.action_accept()  # as the key does
+        assert run.undecided == [h.id for h in run.hunks] and not app.settled
+        release.set()
+        await asyncio.wait_for(final, 20)
+        app._after_stream(run)
+        assert app.settled and app._final_rebuilt is run
+        app.action_accept()
+        assert len(run.undecided) == 1
