@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from functools import lru_cache
+from typing import Any
 
 from pygments.lexer import Lexer
 from pygments.lexers import get_lexer_by_name
@@ -13,6 +14,9 @@ from rich.syntax import Syntax, SyntaxTheme
 from rich.text import Text
 from textual._context import active_app
 from textual.content import Content
+from textual.strip import Strip
+from textual.style import Style
+from textual.visual import RenderOptions
 
 ADD_BG = "on #12361f"
 DEL_BG = "on #3d1418"
@@ -157,9 +161,65 @@ def warm_bodies(hunks: list, contexts: dict[str, tuple[list[str], list[str]]], w
     UI thread); the content keeps the height for that width (default text rules, as a
     HunkView has)."""
     for hunk in hunks:
-        content = body_content(body_key(hunk, contexts.get(hunk.id, ([], []))))
+        key = body_key(hunk, contexts.get(hunk.id, ([], [])))
+        content = body_content(key)
         if width > 0:
             content.get_height({}, width)
+            _prerender(key, content, width)
+
+
+# A hunk's lines as the diff view draws them, rendered beside the highlighting: the first
+# paint of each hunk that scrolls into view rendered its ~15 lines on the UI thread (~1.5 ms,
+# most screen updates while an answer streams and a j/k moves through it). HunkView says how
+# it draws a hunk that is not current (set_strip_template: width, style, text rules) and
+# starts a new hunk from what warm_bodies rendered the same way (rendered_body).
+_TEMPLATE: tuple[int, Style, tuple] | None = None
+_STRIPS: OrderedDict[tuple, tuple[tuple, list[Strip]]] = OrderedDict()
+_HEAD_LINES = 1  # a hunk's header lines above its body (a reason adds one: not pre-rendered)
+
+
+def set_strip_template(width: int, style: Style, rules: tuple) -> None:
+    """How the diff view draws a hunk's lines now: width, base style and text rules
+    (text_align, text_overflow, text_wrap, line_pad, as HunkVisual keys them)."""
+    global _TEMPLATE
+    _TEMPLATE = (width, style, rules)
+
+
+def _app_theme() -> str | None:
+    """The running app's theme (the key of what is drawn in its colours), None outside one."""
+    try:
+        return active_app.get().theme
+    except LookupError:
+        return None
+
+
+def _prerender(key: tuple, content: Content, width: int) -> None:
+    """Render `content` as the diff view would at `width`, if it said how (its template, at
+    this width) and every span is a style (a style named by a string is the widget's to
+    parse)."""
+    template = _TEMPLATE
+    entry = (key, _app_theme())
+    if template is None or template[0] != width or entry in _STRIPS or \
+            not all(isinstance(span.style, Style) for span in content.spans):
+        return
+    _, style, rules = template
+    named: Any = dict(zip(("text_align", "text_overflow", "text_wrap", "line_pad"), rules, strict=True))
+    options = RenderOptions(_parse_style, named, None, None)
+    strips = (Content("\n" * _HEAD_LINES) + content).render_strips(width, None, style, options)[_HEAD_LINES:]
+    with _CONTENT_LOCK:
+        _STRIPS[entry] = ((width, style, None, _HEAD_LINES, *rules), strips)
+        while len(_STRIPS) > 256:
+            _STRIPS.popitem(last=False)
+
+
+def _parse_style(style: str | Style) -> Style:
+    return style if isinstance(style, Style) else Style.parse(style)
+
+
+def rendered_body(key: tuple) -> tuple[tuple, list[Strip]] | None:
+    """The body of `key` rendered by warm_bodies (HunkVisual's render key, strips), if it was."""
+    with _CONTENT_LOCK:
+        return _STRIPS.get((key, _app_theme()))
 
 
 _SAMPLE = ['"""A module."""\n', "import os\n", "\n", "@cache\n", "def f(x: int = 1) -> str:\n",

@@ -29,7 +29,14 @@ from textual.visual import RenderOptions, Visual
 from textual.widget import Widget
 from textual.widgets import Static
 
-from tui.widgets.diff_render import body_content, body_key, hunk_head, pending_content
+from tui.widgets.diff_render import (
+    body_content,
+    body_key,
+    hunk_head,
+    pending_content,
+    rendered_body,
+    set_strip_template,
+)
 
 
 def same_content(a: object, b: object) -> bool:
@@ -122,8 +129,8 @@ class HunkVisual(Visual):
     its badges after the review) re-renders the header's line, not the ~15 lines under it
     (~2-3 ms per visible hunk, on the UI thread, at every sync while an answer streams)."""
 
-    def __init__(self, head: Content, body: Content, cache: BodyStrips) -> None:
-        self.head, self.body, self._cache = head, body, cache
+    def __init__(self, head: Content, body: Content, cache: BodyStrips, current: bool = False) -> None:
+        self.head, self.body, self._cache, self._current = head, body, cache, current
 
     def __str__(self) -> str:
         """The text drawn (as str() of the joined content)."""
@@ -136,8 +143,11 @@ class HunkVisual(Visual):
         head = self.head.render_strips(width, None, style, options)[:-1]  # the line after its newline
         above = self.head.plain.count("\n")  # the body's first line in the whole (mouse offsets)
         get_rule = options.rules.get
-        key = (width, style, options.post_style, above, get_rule("text_align", "left"),
-               get_rule("text_overflow", "fold"), get_rule("text_wrap", "wrap"), get_rule("line_pad", 0))
+        rules = (get_rule("text_align", "left"), get_rule("text_overflow", "fold"), get_rule("text_wrap", "wrap"),
+                 get_rule("line_pad", 0))
+        key = (width, style, options.post_style, above, *rules)
+        if not self._current and options.post_style is None:  # how hunks are drawn: new ones are
+            set_strip_template(width, style, rules)  # rendered so beside their highlighting
         body = self._cache.get(key, style, lambda: (Content("\n" * above) + self.body).render_strips(
             width, None, style, options)[above:])
         strips = head + body
@@ -185,6 +195,9 @@ class HunkView(Static):
             self._body_key = lines
             self._body = body_content(lines)
             self._body_strips = BodyStrips(self._body)
+            rendered = rendered_body(lines)  # by the rebuild's thread, as this view draws
+            if rendered is not None:
+                self._body_strips.strips[rendered[0]] = rendered[1]
         # the header changes far more often (its number as hunks arrive, its state, its
         # badges): only it is converted again; the same content as render_hunk's Text
         self._head = Content.from_rich_text(hunk_head(hunk, state, index, total, badges, reason))
@@ -221,7 +234,7 @@ class HunkView(Static):
 
     @property
     def visual(self) -> HunkVisual:
-        return HunkVisual(self._head, self._body, self._body_strips)
+        return HunkVisual(self._head, self._body, self._body_strips, self.has_class("-current"))
 
     def render(self) -> HunkVisual:
         return self.visual

@@ -1,0 +1,86 @@
+"""Hunk lines rendered in the rebuild's thread draw what the diff view draws itself.
+
+warm_bodies renders each new hunk's lines the way HunkView last drew a hunk that is not
+current (its width, style and text rules), and a new HunkView starts from those strips
+instead of rendering them on the UI thread at its first paint. The property: for any hunks,
+warmed in a thread at the view's width, each hunk draws what its whole content (head and
+lines joined) draws, at its width and at others, current or not; and the warmed strips were
+used, not rendered again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from textual.app import App, ComposeResult
+from textual.content import Content
+from textual.visual import Visual
+
+from tests.tui.test_diff_incremental import LINES, PATHS, FakeHunk
+from tui.widgets import diff_render
+from tui.widgets.diff_render import rendered_body, warm_bodies
+from tui.widgets.diff_view import DiffView, HunkView
+
+
+class Host(App):
+    def compose(self) -> ComposeResult:
+        yield DiffView()
+
+
+@st.composite
+def hunk_lists(draw) -> list[FakeHunk]:
+    lines = st.lists(st.sampled_from(LINES), max_size=4)
+    return [FakeHunk(f"h{i}", draw(st.sampled_from(PATHS)), draw(st.integers(1, 900)), draw(lines), draw(lines))
+            for i in range(draw(st.integers(2, 6)))]
+
+
+def strips(view: HunkView, visual: object, width: int) -> list[str]:
+    return [repr(list(strip)) for strip in Visual.to_strips(view, visual, width, None, view.visual_style)]  # type: ignore[arg-type]
+
+
+async def _check(hunks: list[FakeHunk], contexts: dict, select: int) -> int:
+    """Returns how many hunks were drawn from warmed strips alone."""
+    app = Host()
+    diff_render._STRIPS.clear()  # as in a new process: nothing warmed, no view drawn yet
+    diff_render._TEMPLATE, HunkView.body_width = None, 0
+    async with app.run_test(size=(90, 70)) as pilot:  # no scrollbar comes (2 columns less)
+        view = app.query_one(DiffView)
+        view.sync(hunks[:2], {}, {}, contexts)
+        for _ in range(100):  # drawn: the view says how it draws a hunk that is not current
+            await pilot.pause(0.01)
+            if diff_render._TEMPLATE is not None and HunkView.body_width:
+                break
+        await asyncio.to_thread(warm_bodies, hunks, contexts, HunkView.body_width)
+        view.sync(hunks, {}, {}, contexts)
+        view.select(select)
+        await pilot.pause()
+        used = 0  # hunks drawn from their warmed strips alone (no render of their own)
+        for hunk_view in view.query(HunkView):
+            seed = rendered_body(hunk_view._body_key or ())
+            kept = hunk_view._body_strips.strips
+            used += seed is not None and list(kept) == [seed[0]] and kept[seed[0]] is seed[1]
+        for hunk_view in view.query(HunkView):
+            whole = hunk_view.content
+            assert isinstance(whole, Content)
+            for width in (hunk_view.content_size.width, 37):
+                assert strips(hunk_view, hunk_view.visual, width) == strips(hunk_view, whole, width)
+        return used
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(hunk_lists(), st.data())
+def test_warmed_hunks_draw_what_their_whole_content_draws(hunks, data):
+    context = st.tuples(st.lists(st.sampled_from(LINES), max_size=2), st.lists(st.sampled_from(LINES), max_size=2))
+    contexts = {h.id: data.draw(context) for h in hunks}
+    asyncio.run(_check(hunks, contexts, data.draw(st.integers(0, len(hunks) - 1))))
+
+
+def test_the_warmed_strips_are_used():
+    """Not vacuous: the hunks that arrive after the first two, not current, are drawn from
+    the strips warmed in the thread, with no render of their own."""
+    hunks = [FakeHunk(f"h{i}", "pkg/a.py", 10 + 30 * i, [f"    x = {i}\n"], [f"    y = {i}\n", "    z = 1\n"])
+             for i in range(5)]
+    contexts = {h.id: (["def f():\n"], ["    return 1\n"]) for h in hunks}
+    assert asyncio.run(_check(hunks, contexts, 0)) == len(hunks) - 2
