@@ -112,8 +112,9 @@ class StatementChecks:
     One per answer: a statement's matches depend on the index, which changes with the
     tree, and an answer's passes are seconds apart."""
 
-    def __init__(self, check: Check) -> None:
+    def __init__(self, check: Check, *, index: object = None) -> None:
         self.check = check
+        self.index = index  # what `check` asks (its owner starts a new memo when it is replaced)
         self._memo: OrderedDict[tuple[str, str, tuple[int, ...]], tuple[Any, ...]] = OrderedDict()
         # statements being checked now (a superseded pass's check still runs: the next
         # pass waits for it rather than queueing the same work behind it at the index)

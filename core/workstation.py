@@ -9,7 +9,7 @@ Heavy calls (index build, review, write, undo) run in worker threads.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +27,10 @@ from core.workspace.files import Workspace
 if TYPE_CHECKING:
     from core.context.prompt import ContextReport
     from core.detectors.growth import GrowthMeter
+    from core.detectors.slop_worker import SlopWorker
+
+
+CHILD_CHECK_WAIT_S = 5.0  # a duplicate check the slop worker has not answered by then: here
 
 
 class ReviewSuperseded(SparkError):
@@ -114,6 +118,9 @@ class Workstation:
         self._reviewed_at: dict[str, int] = {}  # path -> when it was last reviewed (a counter)
         self._review_count = 0
         self._dup_pool: ThreadPoolExecutor | None = None  # duplicate checks wait on the indexer process
+        # the slop worker's copy of the duplicate index (worker, its child's pid when built)
+        self._dups_child: tuple[SlopWorker, int | None] | None = None
+        self._dups_child_loading: SlopWorker | None = None
         # per answer (request id): its duplicate checks per top-level statement, remembered
         self._dup_checks: dict[str, StatementChecks] = {}
         self._dup_queued: dict[str, list[Future]] = {}  # per answer: its last pass's checks
@@ -142,7 +149,54 @@ class Workstation:
         worker = shared()
         if worker is not None:
             worker.warm()  # the first answer's review does not wait for its start
-        attach(self).wait()
+        service = attach(self)
+        if worker is not None:
+            # the indexer says thread or process once it listed the tree (~0.1 s): a tree
+            # indexed in this process is indexed in the slop worker at the same time
+            while service.snapshot().mode == "starting" and not service.wait(0.02):
+                pass
+            if service.snapshot().mode == "thread":
+                self._dups_to_child(worker.dups)
+        service.wait()
+
+    def _dups_to_child(self, worker: SlopWorker) -> None:
+        """The duplicate checks of a tree indexed in a thread of this process go to a copy
+        of its index in the slop worker once it is built there (the child builds it from
+        the disk, as the indexer did; file events follow it there): each check is parse,
+        fingerprint and ranking under the GIL (~1-2 ms a statement, ~100 ms per many-edits
+        stream), and the final pass waited for the checks the stream could not keep up with.
+        A tree indexed in a child process is checked there already."""
+        job = worker.dups_load(str(self.root))
+        self._dups_child_loading = worker
+
+        def loaded(done: Future) -> None:
+            if not done.cancelled() and done.exception() is None:
+                self._dups_child = (worker, worker.pid)
+
+        job.add_done_callback(loaded)
+
+    def _check_dups(self, source: str, path: str | None = None, *,
+                    lines: Collection[int] | None = None) -> list:
+        """`self.dups.check_source`, answered by the slop worker's copy of the index when
+        it has one (the same index, built from the same files), else here. A child that
+        died, failed or did not answer within CHILD_CHECK_WAIT_S: checked here."""
+        child = self._dups_child
+        if child is not None and child[0].pid == child[1]:
+            from core.detectors.slop_worker import SlopWorkerError
+
+            worker = child[0]
+            job = worker.dups_check(str(self.root), source, path, None if lines is None else sorted(set(lines)))
+            try:
+                return job.result(timeout=CHILD_CHECK_WAIT_S)
+            except (SlopWorkerError, CancelledError, TimeoutError) as exc:
+                if isinstance(exc, TimeoutError):
+                    worker.drop([job])
+        elif child is not None and child[0].pid is not None:  # a new child: it builds its own
+            with self._slop_lock:
+                if self._dups_child is child:
+                    self._dups_child = None
+                    self._dups_to_child(child[0])
+        return self.dups.check_source(source, path, lines=lines)
 
     def on_file_changes(self, changes: list[tuple[str, str]]) -> str | None:
         """Keep the indexes current from watcher events (path, kind).
@@ -155,7 +209,11 @@ class Workstation:
             self.context.on_file_event(path)
             if kind != "deleted" and instruction is None:
                 instruction = self._ai_instruction(path)
-            if not path.endswith(".py") or not self.dups_ready:
+            if not path.endswith(".py"):
+                continue
+            if self._dups_child_loading is not None:  # its copy of the index follows
+                self._dups_child_loading.dups_events(str(self.root), [(path, kind)])
+            if not self.dups_ready:
                 continue
             if kind == "deleted":
                 self.dups.remove_file(path)
@@ -559,8 +617,8 @@ class Workstation:
         """The answer's remembered duplicate checks (the most recent 8 answers kept)."""
         with self._slop_lock:
             memo = self._dup_checks.pop(request_id, None)
-            if memo is None or memo.check != self.dups.check_source:  # the index was replaced
-                memo = StatementChecks(self.dups.check_source)
+            if memo is None or memo.index is not self.dups:  # the index was replaced
+                memo = StatementChecks(self._check_dups, index=self.dups)
             self._dup_checks[request_id] = memo
             while len(self._dup_checks) > 8:
                 self._dup_checks.pop(next(iter(self._dup_checks)))
@@ -576,7 +634,7 @@ class Workstation:
         added = _added_lines(_new_ranges(fp))
         if memo is not None:
             return self._dup_pool.submit(memo.matches, fp.new_text, fp.path, added)
-        return self._dup_pool.submit(self.dups.check_source, fp.new_text, fp.path, lines=added)
+        return self._dup_pool.submit(self._check_dups, fp.new_text, fp.path, lines=added)
 
     def _review_file(self, fp: FileProposal, dup_check: Future | None = None,
                      slop_job: Future | None = None) -> Review:

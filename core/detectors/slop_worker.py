@@ -45,6 +45,7 @@ from core.detectors.slop import SlopReport, analyze_change, prefetch
 from core.errors import SparkError
 
 if TYPE_CHECKING:
+    from core.detectors.duplicates import DuplicateMatch
     from core.verify.checks import Problem
 
 log = logging.getLogger(__name__)
@@ -97,6 +98,27 @@ class SlopWorker:
         child after every slop job waiting then (a review waits for its slop; the verifier's
         report comes after the answer is shown)."""
         return self._submit(list, "syntax", path, text, later=True)
+
+    def dups_load(self, root: str) -> Future[int]:
+        """Build the duplicate index of the tree at `root` in the child, in a thread of its
+        own (the jobs go on meanwhile); answered with its number of functions once built."""
+        return self._submit(int, "dups-load", root)
+
+    def dups_events(self, root: str, events: list[tuple[str, str]]) -> Future[Any]:
+        """Files changed (path, kind) since: the child's index reads them again, in the
+        order of the checks around them."""
+        return self._submit(object, "dups-events", root, events)
+
+    def dups_check(self, root: str, source: str, path: str | None,
+                   lines: list[int] | None) -> Future[list[DuplicateMatch]]:
+        """`DuplicateIndex.check_source(source, path, lines=lines)` against the child's
+        index of `root` (fails when it has none: the caller checks here)."""
+        return self._submit(list, "dups-check", root, source, path, lines)
+
+    @property
+    def pid(self) -> int | None:
+        """The child's process id (None before it starts): a new child has no index."""
+        return None if self._proc is None else self._proc.pid
 
     def pending(self) -> int:
         """Jobs submitted and not answered yet (waiting here or at the child)."""
@@ -283,6 +305,11 @@ class SlopPool:
         for worker in self.workers:
             worker.drop(futures)
 
+    @property
+    def dups(self) -> SlopWorker:
+        """The worker that holds the duplicate index (one of them: the index is built once)."""
+        return self.workers[0]
+
     def warm(self) -> None:
         for worker in self.workers:
             worker.warm()
@@ -345,6 +372,7 @@ def serve(conn: Connection) -> None:
     is read before each job, so a job dropped meanwhile is skipped, not computed."""
     queue: list[tuple] = []
     dropped: set[int] = set()
+    send_lock = threading.Lock()  # this loop's replies and the index builder's
 
     def take(msg: tuple) -> bool:
         if not msg or msg[0] == "stop":
@@ -375,12 +403,16 @@ def serve(conn: Connection) -> None:
         for following in [msg for msg in queue if msg[1] not in dropped][:1]:
             if following[0] == "slop":
                 prefetch(following[2], following[3], set(following[4]))
+        if kind == "dups-load":  # seconds on a big tree: built beside the jobs, answered when done
+            threading.Thread(target=_build_dups, args=(conn, send_lock, job, args[0]), daemon=True).start()
+            continue
         try:
             reply: tuple = ("ok", job, _answer(kind, args))
         except Exception as exc:  # noqa: BLE001 - one bad file must not end the worker
             reply = ("error", job, f"{type(exc).__name__}: {exc}")
         try:
-            conn.send(reply)
+            with send_lock:
+                conn.send(reply)
         except (OSError, ValueError):
             return
 
@@ -395,7 +427,72 @@ def _answer(kind: str, args: list[Any]) -> Any:
 
         path, text = args
         return check_syntax(path, text)
+    if kind.startswith("dups-"):
+        return _dups_job(kind, args)
     raise ValueError(f"unknown job {kind!r}")
+
+
+_DUPS: dict[str, Any] = {}  # the child's duplicate indexes, by root
+_DUPS_BUILDING: dict[str, list[tuple[str, str]]] = {}  # root -> file events while it is built
+_DUPS_LOCK = threading.Lock()
+
+
+def _build_dups(conn: Connection, send_lock: threading.Lock, job: int, root: str) -> None:
+    """Build `root`'s index in this thread (the jobs go on meanwhile), apply the file
+    events that came during the build (it may have read a file before its event), then
+    answer the load."""
+    from core.detectors.duplicates import DuplicateIndex
+
+    with _DUPS_LOCK:
+        _DUPS.pop(root, None)
+        _DUPS_BUILDING[root] = []
+    try:
+        built = DuplicateIndex(Path(root))
+        built.build()
+        built.warm_up()
+        while True:
+            with _DUPS_LOCK:
+                events, _DUPS_BUILDING[root] = _DUPS_BUILDING[root], []
+                if not events:
+                    _DUPS[root] = built
+                    del _DUPS_BUILDING[root]
+                    break
+            _apply_events(built, events)
+        reply: tuple = ("ok", job, built.function_count)
+    except Exception as exc:  # noqa: BLE001 - no index: the parent checks in-process
+        with _DUPS_LOCK:
+            _DUPS_BUILDING.pop(root, None)
+        reply = ("error", job, f"{type(exc).__name__}: {exc}")
+    try:
+        with send_lock:
+            conn.send(reply)
+    except (OSError, ValueError):
+        pass
+
+
+def _apply_events(index: Any, events: list[tuple[str, str]]) -> None:
+    for path, event in events:
+        if event == "deleted":
+            index.remove_file(path)
+        else:
+            index.update_file(path)
+
+
+def _dups_job(kind: str, args: list[Any]) -> Any:
+    root = args[0]
+    with _DUPS_LOCK:
+        index = _DUPS.get(root)
+        if kind == "dups-events" and root in _DUPS_BUILDING:
+            _DUPS_BUILDING[root].extend(args[1])
+            return None
+    if kind == "dups-events":
+        if index is not None:
+            _apply_events(index, args[1])
+        return None
+    if index is None:
+        raise LookupError(f"no duplicate index of {root} here")
+    source, path, lines = args[1:]
+    return list(index.check_source(source, path, lines=None if lines is None else set(lines)))
 
 
 def _main(argv: list[str]) -> int:
