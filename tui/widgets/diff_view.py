@@ -80,16 +80,25 @@ class BodyStrips:
     colours opaque, every span's opaque and with a background other than the two bases
     (property-tested against rendering; otherwise the body is rendered)."""
 
-    def __init__(self, body: Content) -> None:
+    def __init__(self, body: Content, lines: tuple | None = None) -> None:
         self.body = body
         self.strips: dict[tuple, list[Strip]] = {}
         self._opaque: bool | None = None  # _spans_opaque(body), asked once
+        self._lines = lines  # body_key of the body: its strips may be rendered in a thread
 
     def get(self, key: tuple, style: Style, render) -> list[Strip]:
-        """The strips for `key` (style at key[1]), from the cache, a restyle or `render()`."""
+        """The strips for `key` (style at key[1]), from the cache, those the rebuild's thread
+        rendered (warm_bodies; it may have done so after this hunk was mounted), a restyle
+        or `render()`."""
         strips = self.strips.get(key)
         if strips is not None:
             return strips
+        if not self.strips and self._lines is not None:
+            rendered = rendered_body(self._lines)
+            if rendered is not None:
+                self.strips[rendered[0]] = rendered[1]
+                if rendered[0] == key:
+                    return rendered[1]
         for other_key, other in self.strips.items():
             if other_key[:1] + other_key[2:] == key[:1] + key[2:]:
                 strips = self.restyle(other, other_key[1], style)
@@ -194,10 +203,7 @@ class HunkView(Static):
         if lines != self._body_key:  # the lines: highlighted (cached) and converted once
             self._body_key = lines
             self._body = body_content(lines)
-            self._body_strips = BodyStrips(self._body)
-            rendered = rendered_body(lines)  # by the rebuild's thread, as this view draws
-            if rendered is not None:
-                self._body_strips.strips[rendered[0]] = rendered[1]
+            self._body_strips = BodyStrips(self._body, lines)
         # the header changes far more often (its number as hunks arrive, its state, its
         # badges): only it is converted again; the same content as render_hunk's Text
         self._head = Content.from_rich_text(hunk_head(hunk, state, index, total, badges, reason))
@@ -283,7 +289,7 @@ class DiffView(VerticalScroll, can_focus=True):
     """All hunks of the current answer, the pending block, and notes about the answer."""
 
     DEFAULT_CSS = """
-    DiffView { height: 1fr; border: round $panel; }
+    DiffView { height: 1fr; border: round $panel; scrollbar-gutter: stable; }
     DiffView:focus { border: round $accent; }
     DiffView > #notes { color: $text-muted; padding: 0 1; }
     DiffView > #prose { color: $text-muted; padding: 0 1; }
