@@ -34,16 +34,30 @@ class Graph:
     degree: np.ndarray | None = None  # out-edges per node; edges are sorted by src when set
 
     @classmethod
-    def from_edges(cls, size: int, src: list[int], dst: list[int], weight: list[float]) -> Graph:
+    def from_edges(cls, size: int, src: Sequence[int] | np.ndarray, dst: Sequence[int] | np.ndarray,
+                   weight: Sequence[float] | np.ndarray) -> Graph:
         s = np.asarray(src, dtype=np.int64)
         d = np.asarray(dst, dtype=np.int64)
         w = np.asarray(weight, dtype=np.float64)
         # edges sorted by source: a walk step repeats each node's mass over its out-edges
-        # (np.repeat) instead of gathering it edge by edge, ~1.5x faster on 500k edges
-        order = np.argsort(s, kind="stable")
-        s, d, w = s[order], d[order], w[order]
+        # (np.repeat) instead of gathering it edge by edge, ~1.5x faster on 500k edges.
+        # Edges that come sorted (the repo map builds them so) are kept as they are: the
+        # stable sort would not move them, and its copies were ~70 MB of a real 20,000-file
+        # tree's build (2.4 million edges)
+        if len(s) > 1 and not bool((s[1:] >= s[:-1]).all()):
+            order = np.argsort(s, kind="stable")
+            s = s[order]  # one column at a time: the unsorted one is let go before the next
+            d = d[order]
+            w = w[order]
+            del order
         out = np.bincount(s, weights=w, minlength=size) if len(s) else np.zeros(size)
-        norm = np.where(out[s] > 0, w / np.where(out[s] > 0, out[s], 1.0), 0.0) if len(s) else w
+        if len(s):
+            denom = out[s]
+            norm = np.zeros(len(s))  # 0 where a source's out-weights sum to 0 (as before)
+            np.divide(w, denom, out=norm, where=denom > 0)
+            del denom
+        else:
+            norm = w
         degree = np.bincount(s, minlength=size) if len(s) else np.zeros(size, dtype=np.int64)
         return cls(size=size, src=s, dst=d, weight=norm, dangling=out <= 0, degree=degree)
 
