@@ -112,9 +112,10 @@ class StatementChecks:
     One per answer: a statement's matches depend on the index, which changes with the
     tree, and an answer's passes are seconds apart."""
 
-    def __init__(self, check: Check, *, index: object = None) -> None:
+    def __init__(self, check: Check, *, index: object = None, name: str = "") -> None:
         self.check = check
         self.index = index  # what `check` asks (its owner starts a new memo when it is replaced)
+        self.name = name  # the answer's, where a worker process keeps a twin of this memo
         self._memo: OrderedDict[tuple[str, str, tuple[int, ...]], tuple[Any, ...]] = OrderedDict()
         # statements being checked now (a superseded pass's check still runs: the next
         # pass waits for it rather than queueing the same work behind it at the index)

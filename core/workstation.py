@@ -8,6 +8,7 @@ Heavy calls (index build, review, write, undo) run in worker threads.
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Callable, Collection
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 
 
 CHILD_CHECK_WAIT_S = 5.0  # a duplicate check the slop worker has not answered by then: here
+_MEMO_SERIALS = itertools.count()  # names the answers' memos (the slop worker keeps twins of them)
 
 
 class ReviewSuperseded(SparkError):
@@ -618,7 +620,8 @@ class Workstation:
         with self._slop_lock:
             memo = self._dup_checks.pop(request_id, None)
             if memo is None or memo.index is not self.dups:  # the index was replaced
-                memo = StatementChecks(self._check_dups, index=self.dups)
+                memo = StatementChecks(self._check_dups, index=self.dups,
+                                       name=f"{request_id}#{next(_MEMO_SERIALS)}")
             self._dup_checks[request_id] = memo
             while len(self._dup_checks) > 8:
                 self._dup_checks.pop(next(iter(self._dup_checks)))
@@ -633,8 +636,25 @@ class Workstation:
             self._dup_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="dup-check")
         added = _added_lines(_new_ranges(fp))
         if memo is not None:
-            return self._dup_pool.submit(memo.matches, fp.new_text, fp.path, added)
+            return self._dup_pool.submit(self._memo_matches, memo, fp.new_text, fp.path, added)
         return self._dup_pool.submit(self._check_dups, fp.new_text, fp.path, lines=added)
+
+    def _memo_matches(self, memo: StatementChecks, text: str, path: str, added: list[int]) -> list:
+        """`memo.matches(text, path, added)`, computed by the slop worker's twin of the memo
+        when it has the index (the file's cut and the memo's work then hold no GIL here),
+        else here."""
+        child = self._dups_child
+        if child is not None and child[0].pid == child[1]:
+            from core.detectors.slop_worker import SlopWorkerError
+
+            worker = child[0]
+            job = worker.dups_matches(str(self.root), memo.name, text, path, added)
+            try:
+                return job.result(timeout=CHILD_CHECK_WAIT_S)
+            except (SlopWorkerError, CancelledError, TimeoutError) as exc:
+                if isinstance(exc, TimeoutError):
+                    worker.drop([job])
+        return memo.matches(text, path, added)
 
     def _review_file(self, fp: FileProposal, dup_check: Future | None = None,
                      slop_job: Future | None = None) -> Review:

@@ -115,6 +115,13 @@ class SlopWorker:
         index of `root` (fails when it has none: the caller checks here)."""
         return self._submit(list, "dups-check", root, source, path, lines)
 
+    def dups_matches(self, root: str, memo: str, text: str, path: str,
+                     lines: list[int]) -> Future[list[DuplicateMatch]]:
+        """`StatementChecks.matches(text, path, lines)` of the answer's memo named `memo`
+        (made on first use, the last 16 kept), against the child's index of `root`: the
+        cut of the file at its statements and the memo's bookkeeping run there too."""
+        return self._submit(list, "dups-matches", root, memo, text, path, lines)
+
     @property
     def pid(self) -> int | None:
         """The child's process id (None before it starts): a new child has no index."""
@@ -435,6 +442,8 @@ def _answer(kind: str, args: list[Any]) -> Any:
 _DUPS: dict[str, Any] = {}  # the child's duplicate indexes, by root
 _DUPS_BUILDING: dict[str, list[tuple[str, str]]] = {}  # root -> file events while it is built
 _DUPS_LOCK = threading.Lock()
+_MEMOS: dict[tuple[str, str], Any] = {}  # (root, memo name) -> StatementChecks, oldest first
+MEMOS_KEPT = 16
 
 
 def _build_dups(conn: Connection, send_lock: threading.Lock, job: int, root: str) -> None:
@@ -456,6 +465,8 @@ def _build_dups(conn: Connection, send_lock: threading.Lock, job: int, root: str
                 if not events:
                     _DUPS[root] = built
                     del _DUPS_BUILDING[root]
+                    for key in [k for k in _MEMOS if k[0] == root]:  # of the index replaced
+                        del _MEMOS[key]
                     break
             _apply_events(built, events)
         reply: tuple = ("ok", job, built.function_count)
@@ -491,6 +502,15 @@ def _dups_job(kind: str, args: list[Any]) -> Any:
         return None
     if index is None:
         raise LookupError(f"no duplicate index of {root} here")
+    if kind == "dups-matches":
+        from core.statement_checks import StatementChecks
+
+        name, text, path, rows = args[1:]
+        memo = _MEMOS.pop((root, name), None) or StatementChecks(index.check_source)
+        _MEMOS[(root, name)] = memo
+        while len(_MEMOS) > MEMOS_KEPT:
+            del _MEMOS[next(iter(_MEMOS))]
+        return memo.matches(text, path, rows)
     source, path, lines = args[1:]
     return list(index.check_source(source, path, lines=None if lines is None else set(lines)))
 

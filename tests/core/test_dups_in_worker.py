@@ -158,3 +158,53 @@ def test_a_stopped_or_killed_child_costs_time_not_findings(tmp_path, tree, monke
         assert station._check_dups(source, "new/c.py") == here  # a new child (no index yet): here
     finally:
         pool.close()
+
+
+@settings(max_examples=15, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(st.data())
+def test_the_childs_statement_memo_answers_as_one_here(tree, child, data: st.DataObject) -> None:
+    """The answer's statement memo kept in the child (its cut, its memo, its index) ==
+    the same memo here over the versions of a file an answer streams."""
+    from core.statement_checks import StatementChecks
+
+    root, files = tree
+    here_index = DuplicateIndex(root)
+    here_index.build()
+    here = StatementChecks(here_index.check_source)
+    name = f"test#{data.draw(st.integers(0, 10**9), label='memo')}"
+    lines = read_text(data.draw(st.sampled_from(files), label="file")).split("\n")
+    donor = read_text(data.draw(st.sampled_from(files), label="donor")).split("\n")
+    for _ in range(data.draw(st.integers(1, 3), label="versions")):
+        written = [False] * len(lines)
+        splice_donor_lines(data, lines, written, donor, max_cut=8, max_take=30)
+        text = "\n".join(lines)
+        added = sorted({i + 1 for i, w in enumerate(written) if w}
+                       | data.draw(st.sets(st.integers(1, len(lines)), max_size=20), label="rows"))
+        assert child.dups_matches(str(root), name, text, "new/edited.py", added).result(timeout=60) == \
+            here.matches(text, "new/edited.py", added)
+
+
+def test_the_memo_is_asked_here_when_the_child_cannot_answer(tmp_path, tree, monkeypatch) -> None:
+    import core.workstation as ws
+
+    _, files = tree
+    for n, path in enumerate(files[:6]):
+        shutil.copyfile(path, tmp_path / f"m{n}.py")
+    station, pool = _station(tmp_path, monkeypatch)
+    try:
+        text = read_text(files[2])
+        rows = list(range(1, text.count("\n") + 1))
+        memo = station._statement_checks("answer-1")
+        expected = sorted(station.dups.check_source(text, "new/c.py", lines=rows), key=lambda m: m.new_line)
+        assert expected and station._memo_matches(memo, text, "new/c.py", rows) == expected  # the child's
+        assert not memo._memo  # the memo here was not needed
+        monkeypatch.setattr(ws, "CHILD_CHECK_WAIT_S", 0.3)
+        os.kill(pool.dups._proc.pid, signal.SIGSTOP)
+        try:
+            assert station._memo_matches(memo, text, "new/c.py", rows) == expected  # here, after the wait
+            assert memo._memo
+        finally:
+            os.kill(pool.dups._proc.pid, signal.SIGCONT)
+    finally:
+        pool.close()
