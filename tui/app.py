@@ -659,8 +659,8 @@ class SparkApp(App):
                 run.rebuild_proposal()
                 if not finished and run.finished:  # the last token came while this pass diffed
                     if diffed != (run, _coverage(run)):  # without the last edits: the final pass
-                        self._rebuild_needed = True  # follows at once (its highlighting and record
-                        return False, None  # here took 80-110 ms, for hunks that pass draws anyway)
+                        return final_now()  # at once, here (this pass's highlighting and record
+                        # took 80-110 ms, for hunks the final pass draws anyway)
                     finished = True  # with every edit (`finish` sets `finished` last): the final
                     # state, reviewed in this same call (it went back to the UI thread to draw
                     # and then to a thread again for its review)
@@ -681,6 +681,22 @@ class SparkApp(App):
                 side.result()
                 return True, reviewed
 
+            def final_now() -> tuple[bool, Review | BaseException | None]:
+                """The final pass, in this thread: the answer ended while the pass in this
+                thread diffed or reviewed an earlier state (a hop through the UI loop to start
+                it waited for the frame in progress there: 20-80 ms after the last token)."""
+                self._rebuild_needed = False  # (the final rebuild's request: this is it)
+                self._final_rebuilt = None
+                return rebuild()
+
+            def review_or_final() -> tuple[bool, Review | BaseException | None]:
+                """The review of the state built last, or the final pass when the answer's end
+                superseded it."""
+                reviewed = review()
+                if reviewed is None and run.finished and self._rebuild_needed:
+                    return final_now()
+                return False, reviewed
+
             while self._rebuild_needed:
                 self._rebuild_needed = False
                 self._final_rebuilt = None
@@ -694,7 +710,7 @@ class SparkApp(App):
                         self.verify.proposal_changed(run)  # to the verifier as final)
                     if run is self.answer:  # the hunks as matched now (new ones mounted, the rest
                         self._sync_diff()  # kept): on screen before their review, which may take long
-                    reviewed = await asyncio.to_thread(review)
+                    built_final, reviewed = await asyncio.to_thread(review_or_final)
                 if reviewed is None:
                     continue  # a newer state waits (_rebuild_needed is set): review that one
                 if isinstance(reviewed, BaseException):

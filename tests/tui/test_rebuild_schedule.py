@@ -66,6 +66,15 @@ class _Gate:
         monkeypatch.setattr(app.station, "review", counted_review)
 
 
+async def _asked_to_give_way(app: SparkApp) -> None:
+    """Until the final rebuild has asked the pass in flight to give way."""
+    for _ in range(400):
+        if app._rebuild_needed:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the final rebuild did not ask the pass in flight to give way")
+
+
 async def _overtaken(app: SparkApp, gate: _Gate, first: str, rest: str) -> AnswerRun:
     """Stream `first`, let a pass begin on it, then the rest and the answer's end arrive
     while it diffs; the final rebuild is asked for as the app asks for it."""
@@ -170,3 +179,46 @@ async def test_decisions_wait_for_the_final_review(demo_root, core_url, monkeypa
         assert app.settled and app._final_rebuilt is run
         app.action_accept()
         assert len(run.undecided) == 1
+
+
+async def test_a_review_the_answers_end_supersedes_hands_over_to_the_final_pass_in_its_thread(
+        demo_root, core_url, monkeypatch):
+    """The usual case at the last token: the pass in flight is reviewing an earlier state.
+    It gives way, and the final pass starts in the same thread call, not after a hop
+    through the UI loop (which waited for the frame in progress there)."""
+    app = SparkApp(demo_root, core_url)
+    async with app.run_test(size=(120, 40)):
+        builds: list[tuple[int, str]] = []
+        reviews: list[tuple[int, bool, str]] = []
+        started, release = threading.Event(), threading.Event()
+        build, review = AnswerRun.rebuild_proposal, app.station.review
+
+        def counted_build(run: AnswerRun) -> None:
+            builds.append((len(run.edits), threading.current_thread().name))
+            build(run)
+
+        def held_review(run, **kwargs):
+            reviews.append((len(run.edits), run.finished, threading.current_thread().name))
+            if len(reviews) == 1:
+                started.set()
+                assert release.wait(10), "the test did not release the review"
+            return review(run, **kwargs)
+
+        monkeypatch.setattr(AnswerRun, "rebuild_proposal", counted_build)
+        monkeypatch.setattr(app.station, "review", held_review)
+        run = AnswerRun(app.workspace, "two edits", "spark")
+        app._show_new_answer(run)
+        run.feed(BLOCK_REPORT, 10)
+        app._request_rebuild()
+        assert await asyncio.to_thread(started.wait, 10), "the first review did not start"
+        run.feed(BLOCK_DATES, 10)
+        run.finish("stop")
+        final = asyncio.create_task(app._rebuild_now(final=True))
+        await _asked_to_give_way(app)
+        release.set()
+        await asyncio.wait_for(final, 20)
+        assert [edits for edits, _ in builds] == [1, 2]
+        assert [(edits, finished) for edits, finished, _ in reviews] == [(1, False), (2, True)]
+        superseded_in = reviews[0][2]
+        assert builds[1][1] == superseded_in, "the final pass was built where the superseded review ran"
+        assert len(run.hunks) == 2 and app._final_rebuilt is run and app.review is not None
