@@ -59,6 +59,7 @@ log = logging.getLogger(__name__)
 
 
 _SIDE = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rebuild-side")  # see _rebuild_now
+_WARM_SLICE = 4  # hunks highlighted between looks at whether the answer ended (~2 ms each)
 
 
 def _coverage(run: AnswerRun) -> tuple[int, int]:
@@ -648,25 +649,33 @@ class SparkApp(App):
                     log.exception("review failed")
                     return exc
 
-            def prepare() -> None:
-                if run is self.answer:  # a finished answer's hunks: recorded here, off the UI
-                    self.station.record_hunks_shown(run)  # thread, before any redraw shows them
-                    warm_bodies(run.hunks, run.hunk_context(), HunkView.body_width)  # highlighted here too
+            def prepare(final: bool = True) -> None:
+                if run is not self.answer:
+                    return
+                if final:  # the finished answer's hunks: recorded here, off the UI thread,
+                    self.station.record_hunks_shown(run)  # before any redraw shows them
+                hunks, contexts, width = run.hunks, run.hunk_context(), HunkView.body_width
+                for at in range(0, len(hunks), _WARM_SLICE):
+                    if not final and run.finished:  # the answer ended: the final pass (next, in
+                        return  # this thread) highlights what it draws (40 hunks took 100 ms)
+                    warm_bodies(hunks[at:at + _WARM_SLICE], contexts, width)
 
             def rebuild() -> tuple[bool, Review | BaseException | None]:
                 finished = run.finished  # read first: then every edit is in this build
                 diffed = self._diffed = (run, _coverage(run))  # read before: the build has these at least
                 run.rebuild_proposal()
-                if not finished and run.finished:  # the last token came while this pass diffed
+                if not finished:
+                    if not run.finished:
+                        prepare(final=False)  # (stops early if the answer ends meanwhile)
+                    if not run.finished:
+                        return False, None
+                    # the last token came while this pass diffed or highlighted
                     if diffed != (run, _coverage(run)):  # without the last edits: the final pass
                         return final_now()  # at once, here (this pass's highlighting and record
                         # took 80-110 ms, for hunks the final pass draws anyway)
-                    finished = True  # with every edit (`finish` sets `finished` last): the final
-                    # state, reviewed in this same call (it went back to the UI thread to draw
-                    # and then to a thread again for its review)
-                if not finished:
-                    prepare()
-                    return False, None
+                    # with every edit (`finish` sets `finished` last): the final state, reviewed
+                    # in this same call (it went back to the UI thread to draw and then to a
+                    # thread again for its review)
                 # the final state is reviewed in this same thread call: a hop back to the UI
                 # thread to draw its hunks first, and another to start the review, cost
                 # 50-120 ms after the last token (the review's draw shows them a moment

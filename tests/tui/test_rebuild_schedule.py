@@ -222,3 +222,55 @@ async def test_a_review_the_answers_end_supersedes_hands_over_to_the_final_pass_
         superseded_in = reviews[0][2]
         assert builds[1][1] == superseded_in, "the final pass was built where the superseded review ran"
         assert len(run.hunks) == 2 and app._final_rebuilt is run and app.review is not None
+
+
+BLOCK_LOADER = (
+    "invoicer/loader.py\n```python\n<<<<<<< SEARCH\n"
+    "def load_invoices(path: Path) -> list[Invoice]:\n=======\n"
+    "def load_invoices(path: Path, /) -> list[Invoice]:\n"
+    ">>>>>>> REPLACE\n```\n"
+)
+
+
+async def test_a_pass_highlighting_when_the_answer_ends_stops_and_the_final_pass_follows(
+        demo_root, core_url, monkeypatch):
+    """A pass's highlighting of an earlier state (~2 ms a hunk, 40 hunks) stops when the
+    answer ends: the final pass, next in the same thread, highlights what it draws."""
+    app = SparkApp(demo_root, core_url)
+    async with app.run_test(size=(120, 40)):
+        monkeypatch.setattr(app_module, "_WARM_SLICE", 1, raising=False)  # one hunk between looks
+        builds: list[tuple[int, str]] = []
+        warmed: list[tuple[int, str]] = []
+        started, release = threading.Event(), threading.Event()
+        build, warm = AnswerRun.rebuild_proposal, app_module.warm_bodies
+
+        def counted_build(run: AnswerRun) -> None:
+            builds.append((len(run.edits), threading.current_thread().name))
+            build(run)
+
+        def held_warm(hunks, *args, **kwargs) -> None:
+            warmed.append((len(hunks), threading.current_thread().name))
+            if len(warmed) == 1:
+                started.set()
+                assert release.wait(10), "the test did not release the highlighting"
+            warm(hunks, *args, **kwargs)
+
+        monkeypatch.setattr(AnswerRun, "rebuild_proposal", counted_build)
+        monkeypatch.setattr(app_module, "warm_bodies", held_warm)
+        run = AnswerRun(app.workspace, "three edits", "spark")
+        app._show_new_answer(run)
+        run.feed(BLOCK_REPORT + BLOCK_DATES, 20)
+        app._request_rebuild()
+        assert await asyncio.to_thread(started.wait, 10), "the highlighting did not start"
+        run.feed(BLOCK_LOADER, 10)
+        run.finish("stop")
+        final = asyncio.create_task(app._rebuild_now(final=True))
+        await _asked_to_give_way(app)
+        release.set()
+        await asyncio.wait_for(final, 20)
+        assert [edits for edits, _ in builds] == [2, 3]
+        mid_thread = warmed[0][1]
+        assert builds[1][1] == mid_thread, "the final pass followed in the same thread"
+        # the earlier state's second hunk was never highlighted; the final pass's were, beside its review
+        assert warmed[0][0] == 1 and all(name.startswith("rebuild-side") for _, name in warmed[1:])
+        assert sum(n for n, _ in warmed[1:]) == 3 and len(run.hunks) == 3 and app._final_rebuilt is run
