@@ -55,6 +55,9 @@ MAX_RESTARTS = 3  # a child that keeps dying is given up on: the work stays in-p
 # jobs sent to a child and not answered yet (the one it works on and the next, whose ruff it
 # starts meanwhile); the rest wait in the parent, where a newer pass drops them unsent
 MAX_IN_FLIGHT = 2
+# the duplicate index's child yields the CPU to the app's UI thread: on two cores the app,
+# the slop child and it took turns, and keys waited longer during a stream (settle better)
+DUPS_NICE = 10
 
 
 class SlopWorkerError(SparkError):
@@ -75,7 +78,8 @@ class SlopWorker:
     50-150 ms after the last token (most of what was queued ahead of it was dropped
     later anyway). Now a submit never blocks, and a drop removes unsent jobs here."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, nice: int = 0) -> None:
+        self._nice = nice  # added to the child's niceness (this process's + nice)
         self._lock = threading.Lock()  # the connection, the pending futures, the outbox
         self._ready = threading.Condition(self._lock)  # the outbox or the jobs in flight changed
         self._send_lock = threading.Lock()  # one message at a time on the socket
@@ -205,17 +209,29 @@ class SlopWorker:
             raise SlopWorkerError(f"the child failed {self._starts} times")
         self._starts += 1
         conn, self._proc = _spawn_child()
+        if self._nice:
+            try:
+                os.setpriority(os.PRIO_PROCESS, self._proc.pid, os.getpriority(os.PRIO_PROCESS, 0) + self._nice)
+            except (OSError, AttributeError):  # not permitted, or no such call here: as it is
+                pass
         self._conn = conn
         threading.Thread(target=self._read, args=(conn,), name="slop-worker-reader", daemon=True).start()
         threading.Thread(target=self._send_jobs, args=(conn,), name="slop-worker-sender", daemon=True).start()
         return conn
+
+    def _sendable(self) -> bool:
+        """A job may go now (under the lock): MAX_IN_FLIGHT at the child, and a `later` one
+        only to an idle child (it then delays a job that comes meanwhile by one job at most)."""
+        if self._outbox:
+            return len(self._sent) < MAX_IN_FLIGHT
+        return bool(self._later) and not self._sent
 
     def _send_jobs(self, conn: Connection) -> None:
         """Send the outbox in order, keeping MAX_IN_FLIGHT jobs at the child; ends with
         the connection (the reader then fails whatever was still pending)."""
         while True:
             with self._lock:
-                while self._conn is conn and not ((self._outbox or self._later) and len(self._sent) < MAX_IN_FLIGHT):
+                while self._conn is conn and not self._sendable():
                     self._ready.wait()
                 if self._conn is not conn:
                     return
@@ -295,6 +311,10 @@ class SlopPool:
 
     def __init__(self, size: int) -> None:
         self.workers = [SlopWorker() for _ in range(max(1, size))]
+        # the duplicate index's own child (started by its first job): in the slop child
+        # its checks queued behind the final pass's slop (~90 ms after the last token)
+        # where they had run beside it
+        self.dups = SlopWorker(nice=DUPS_NICE)
         self._turns = itertools.count()
 
     def analyze(self, path: str, new_text: str, added: set[int]) -> Future[SlopReport]:
@@ -309,25 +329,20 @@ class SlopPool:
         return min(order, key=lambda w: w.pending()).syntax(path, text)
 
     def drop(self, futures: list[Future[Any]]) -> None:
-        for worker in self.workers:
+        for worker in (*self.workers, self.dups):
             worker.drop(futures)
-
-    @property
-    def dups(self) -> SlopWorker:
-        """The worker that holds the duplicate index (one of them: the index is built once)."""
-        return self.workers[0]
 
     def warm(self) -> None:
         for worker in self.workers:
             worker.warm()
 
     def close(self) -> None:
-        for worker in self.workers:
+        for worker in (*self.workers, self.dups):
             worker.close()
 
     @property
     def pids(self) -> list[int]:
-        return [w._proc.pid for w in self.workers if w._proc is not None]
+        return [w._proc.pid for w in (*self.workers, self.dups) if w._proc is not None]
 
 
 # one core is left to the app's own process (its UI thread, the duplicate checks)

@@ -266,8 +266,9 @@ def test_any_sequence_of_submits_and_drops_answers_every_job_kept(worker, ops):
 
 
 def test_slop_jobs_go_before_syntax_jobs_waiting_in_the_parent():
-    """The verifier's syntax checks wait for every slop job submitted meanwhile (a review
-    waits for its slop; the verifier's report comes after the answer is shown)."""
+    """The verifier's syntax checks wait for every slop job submitted meanwhile, and go to
+    the child only when it is idle (a review waits for its slop; the verifier's report
+    comes after the answer is shown): one syntax job delays a slop job by one job at most."""
     import os
     import signal
     import time
@@ -286,16 +287,34 @@ def test_slop_jobs_go_before_syntax_jobs_waiting_in_the_parent():
                    else w.analyze(f"{name}.py", SLOPPY, {5}))
             job.add_done_callback(lambda _f, name=name: order.append(name))
             jobs[name] = job
-            while name == "syntax1" and len(w._sent) < 2:  # both at the child: the rest wait here
+            while name == "syntax0" and len(w._sent) < 1:  # at the idle child: the rest wait here
                 time.sleep(0.01)
+        time.sleep(0.2)
+        assert len(w._sent) == 2 and [item[1][0] for item in w._later] == ["syntax", "syntax"]
         os.kill(w._proc.pid, signal.SIGCONT)
         for name, job in jobs.items():
             got = job.result(timeout=60)
             assert got == (check_syntax(f"{name}.py", SLOPPY) if name.startswith("syntax")
                            else analyze_change(f"{name}.py", SLOPPY, SLOPPY, added={5}))
-        # the first two were at the child already; the one queued after the slop went last
-        assert order == ["syntax0", "syntax1", "slop0", "slop1", "syntax2"]
+        assert order == ["syntax0", "slop0", "slop1", "syntax1", "syntax2"]
     finally:
         if w._proc is not None:
             os.kill(w._proc.pid, signal.SIGCONT)
         w.close()
+
+
+def test_the_duplicate_index_has_a_child_of_its_own_that_yields_the_cpu():
+    import os
+
+    pool = slop_worker.SlopPool(1)
+    try:
+        pool.warm()
+        assert pool.dups._proc is None  # started by its first job, not with the slop children
+        pool.dups.warm()
+        assert pool.dups._proc is not None and pool.dups._proc.pid not in {w._proc.pid for w in pool.workers}
+        assert set(pool.pids) == {pool.workers[0]._proc.pid, pool.dups._proc.pid}
+        mine = os.getpriority(os.PRIO_PROCESS, 0)
+        assert os.getpriority(os.PRIO_PROCESS, pool.dups._proc.pid) == min(19, mine + slop_worker.DUPS_NICE)
+        assert os.getpriority(os.PRIO_PROCESS, pool.workers[0]._proc.pid) == mine
+    finally:
+        pool.close()
