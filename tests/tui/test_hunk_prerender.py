@@ -66,6 +66,12 @@ async def _check(hunks: list[FakeHunk], contexts: dict, select: int) -> int:
             assert isinstance(whole, Content)
             for width in (hunk_view.content_size.width, 37):
                 assert strips(hunk_view, hunk_view.visual, width) == strips(hunk_view, whole, width)
+            # a hunk has no links: drawn without Textual's link pass, it draws the same
+            assert not hunk_view.auto_links
+            hunk_view.set_reactive(HunkView.auto_links, True)
+            with_links = strips(hunk_view, whole, hunk_view.content_size.width)
+            hunk_view.set_reactive(HunkView.auto_links, False)
+            assert strips(hunk_view, hunk_view.visual, hunk_view.content_size.width) == with_links
         return used
 
 

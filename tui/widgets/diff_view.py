@@ -184,6 +184,9 @@ class HunkView(Static):
 
     def __init__(self, hunk_id: str) -> None:
         super().__init__("")
+        # a hunk has no links: Textual's link pass copied every segment of every line drawn
+        # (~10% of a hunk's paint) and a mouse moving over it repainted it (hover style)
+        self.set_reactive(HunkView.auto_links, False)
         self.hunk_id = hunk_id
         self._key: tuple | None = None
         self._body_key: tuple | None = None
@@ -326,6 +329,7 @@ class PendingBlock(Widget):
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
+        self.set_reactive(PendingBlock.auto_links, False)  # no links (as HunkView)
         self._content = Content("")
         self._lines = 0
 
