@@ -517,7 +517,7 @@ class Workstation:
             self._slop_jobs[run.request_id] = jobs  # the most recent answers last
             while len(self._slop_jobs) > 8:
                 self._slop_jobs.pop(next(iter(self._slop_jobs)))
-            slop = {i: self._slop_job(jobs, proposal.files[i]) for i in todo}
+            slop = {i: self._slop_job(jobs, proposal.files[i], run.finished) for i in todo}
             wanted = {id(job) for job in slop.values() if job is not None}
             obsolete = [jobs.pop(key) for key in [k for k, job in jobs.items() if id(job) not in wanted]]
         self._drop_slop_jobs(obsolete)
@@ -581,9 +581,11 @@ class Workstation:
         return review
 
     @staticmethod
-    def _slop_job(jobs: dict[tuple[str, str, frozenset[int]], Future], fp: FileProposal) -> Future | None:
+    def _slop_job(jobs: dict[tuple[str, str, frozenset[int]], Future], fp: FileProposal,
+                  final: bool = False) -> Future | None:
         """The slop analysis of one file's new text, sent to the worker process (or the one
-        already sent for this text); None for a file slop does not read."""
+        already sent for this text); None for a file slop does not read. `final`: the
+        answer has ended (see SlopWorker.analyze)."""
         if not fp.path.endswith(".py"):
             return None
         from core.detectors.slop_worker import analyze_change_off_thread
@@ -591,7 +593,7 @@ class Workstation:
         key = (fp.path, fp.new_text, frozenset(_added_lines(_new_ranges(fp))))
         job = jobs.get(key)
         if job is None or job.cancelled():
-            job = analyze_change_off_thread(fp.path, fp.new_text, set(key[2]))
+            job = analyze_change_off_thread(fp.path, fp.new_text, set(key[2]), final=final)
             if job is not None:
                 jobs[key] = job
         return job

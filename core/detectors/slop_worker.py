@@ -89,13 +89,16 @@ class SlopWorker:
         self._outbox: deque[tuple[int, tuple]] = deque()  # (job, message) not sent yet, in order
         self._later: deque[tuple[int, tuple]] = deque()  # the same, sent when the outbox is empty
         self._sent: set[int] = set()  # jobs at the child, not answered yet
+        self._final: set[int] = set()  # jobs in the outbox sent past MAX_IN_FLIGHT
         self._ids = itertools.count()
         self._starts = 0
         self._closed = False
 
-    def analyze(self, path: str, new_text: str, added: set[int]) -> Future[SlopReport]:
-        """The report of `analyze_change(path, ..., new_text, added)`, computed in the child."""
-        return self._submit(SlopReport, "slop", path, new_text, sorted(added))
+    def analyze(self, path: str, new_text: str, added: set[int], *, final: bool = False) -> Future[SlopReport]:
+        """The report of `analyze_change(path, ..., new_text, added)`, computed in the child.
+        `final`: of an answer that has ended (no newer pass will drop it): sent at once,
+        past MAX_IN_FLIGHT, so the child starts the ruff of every one while it works."""
+        return self._submit(SlopReport, "slop", path, new_text, sorted(added), final=final)
 
     def syntax(self, path: str, text: str) -> Future[list[Problem]]:
         """`core.verify.checks.check_syntax(path, text)` of a Python text, computed in the
@@ -136,9 +139,10 @@ class SlopWorker:
         with self._lock:
             return len(self._pending)
 
-    def _submit(self, answer: type, kind: str, *args: Any, later: bool = False) -> Future[Any]:
+    def _submit(self, answer: type, kind: str, *args: Any, later: bool = False,
+                final: bool = False) -> Future[Any]:
         """Queue a job for the sender thread (never blocks on the socket); `later`: sent
-        only when no other job waits."""
+        only when no other job waits; `final`: sent past MAX_IN_FLIGHT."""
         future: Future[Any] = Future()
         try:
             with self._lock:
@@ -146,6 +150,8 @@ class SlopWorker:
                 job = next(self._ids)
                 self._pending[job] = (future, answer)
                 (self._later if later else self._outbox).append((job, (kind, job, *args)))
+                if final:
+                    self._final.add(job)
                 self._ready.notify_all()
         except (OSError, ValueError, SlopWorkerError) as exc:
             future.set_exception(SlopWorkerError(f"slop worker unavailable: {exc}"))
@@ -160,6 +166,7 @@ class SlopWorker:
                 self._pending.pop(job)[0].cancel()
             sent = sorted(jobs & self._sent)
             self._sent -= jobs
+            self._final -= jobs
             if len(sent) < len(jobs):
                 self._outbox = deque(item for item in self._outbox if item[0] not in jobs)
                 self._later = deque(item for item in self._later if item[0] not in jobs)
@@ -223,7 +230,7 @@ class SlopWorker:
         """A job may go now (under the lock): MAX_IN_FLIGHT at the child, and a `later` one
         only to an idle child (it then delays a job that comes meanwhile by one job at most)."""
         if self._outbox:
-            return len(self._sent) < MAX_IN_FLIGHT
+            return len(self._sent) < MAX_IN_FLIGHT or bool(self._final)  # (those ahead go too)
         return bool(self._later) and not self._sent
 
     def _send_jobs(self, conn: Connection) -> None:
@@ -236,6 +243,7 @@ class SlopWorker:
                 if self._conn is not conn:
                     return
                 job, message = (self._outbox or self._later).popleft()
+                self._final.discard(job)
                 self._sent.add(job)
             try:
                 with self._send_lock:
@@ -274,6 +282,7 @@ class SlopWorker:
             self._outbox.clear()
             self._later.clear()
             self._sent.clear()
+            self._final.clear()
             self._ready.notify_all()
         for future, _ in pending.values():
             if not future.done():
@@ -317,11 +326,11 @@ class SlopPool:
         self.dups = SlopWorker(nice=DUPS_NICE)
         self._turns = itertools.count()
 
-    def analyze(self, path: str, new_text: str, added: set[int]) -> Future[SlopReport]:
+    def analyze(self, path: str, new_text: str, added: set[int], *, final: bool = False) -> Future[SlopReport]:
         start = next(self._turns) % len(self.workers)
         order = self.workers[start:] + self.workers[:start]  # ties go round
         worker = min(order, key=lambda w: w.pending())
-        return worker.analyze(path, new_text, added)
+        return worker.analyze(path, new_text, added, final=final)
 
     def syntax(self, path: str, text: str) -> Future[list[Problem]]:
         start = next(self._turns) % len(self.workers)
@@ -363,11 +372,12 @@ def shared() -> SlopPool | None:
         return _SHARED
 
 
-def analyze_change_off_thread(path: str, new_text: str, added: set[int]) -> Future[SlopReport] | None:
+def analyze_change_off_thread(path: str, new_text: str, added: set[int], *,
+                              final: bool = False) -> Future[SlopReport] | None:
     """Slop of one edited file, sent to the worker process; None when there is none
-    (`report_of` then computes it in the caller's thread)."""
+    (`report_of` then computes it in the caller's thread). `final`: see SlopWorker.analyze."""
     worker = shared()
-    return None if worker is None else worker.analyze(path, new_text, added)
+    return None if worker is None else worker.analyze(path, new_text, added, final=final)
 
 
 def syntax_off_thread(path: str, text: str) -> Future[list[Problem]] | None:
@@ -420,9 +430,10 @@ def serve(conn: Connection) -> None:
         if job in dropped:
             dropped.discard(job)
             continue
-        # the next slop job's ruff process runs while this job's rules run (only the next:
-        # one further back is more often dropped by a newer pass before it starts)
-        for following in [msg for msg in queue if msg[1] not in dropped][:1]:
+        # the queued slop jobs' ruff processes run while this job's rules run (the parent
+        # keeps one job queued here while an answer streams: a newer pass drops the rest
+        # there; an ended answer's jobs all come at once, none of them dropped later)
+        for following in [msg for msg in queue if msg[1] not in dropped]:
             if following[0] == "slop":
                 prefetch(following[2], following[3], set(following[4]))
         if kind == "dups-load":  # seconds on a big tree: built beside the jobs, answered when done

@@ -176,9 +176,9 @@ def test_a_pool_spreads_jobs_over_its_workers_and_drops_across_them():
         for w in pool.workers:
             real = w.analyze
 
-            def counted(*args, w=w, real=real):
+            def counted(*args, w=w, real=real, **kwargs):
                 sent[id(w)] += 1
-                return real(*args)
+                return real(*args, **kwargs)
 
             w.analyze = counted  # type: ignore[method-assign]
         jobs = [pool.analyze(f"p{i}.py", SLOPPY + f"# {i}\n", added) for i in range(8)]
@@ -318,3 +318,32 @@ def test_the_duplicate_index_has_a_child_of_its_own_that_yields_the_cpu():
         assert os.getpriority(os.PRIO_PROCESS, pool.workers[0]._proc.pid) == mine
     finally:
         pool.close()
+
+
+def test_an_ended_answers_jobs_all_go_to_the_child_at_once():
+    """Jobs of an answer that has ended are never dropped by a newer pass: they go past
+    MAX_IN_FLIGHT (the child starts every one's ruff while it works) and are answered."""
+    import os
+    import signal
+    import time
+
+    w = SlopWorker()
+    try:
+        w.warm()
+        assert w._proc is not None
+        os.kill(w._proc.pid, signal.SIGSTOP)
+        added = set(range(1, 12))
+        early = [w.analyze(f"e{i}.py", SLOPPY + f"# e{i}\n", added) for i in range(3)]
+        time.sleep(0.2)
+        assert len(w._sent) == slop_worker.MAX_IN_FLIGHT and len(w._outbox) == 1
+        final = [w.analyze(f"f{i}.py", SLOPPY + f"# f{i}\n", added, final=True) for i in range(4)]
+        time.sleep(0.2)
+        assert len(w._sent) == 7 and not w._outbox and not w._final
+        os.kill(w._proc.pid, signal.SIGCONT)
+        for name, job in [*((f"e{i}", j) for i, j in enumerate(early)), *((f"f{i}", j) for i, j in enumerate(final))]:
+            text = SLOPPY + f"# {name}\n"
+            assert job.result(timeout=60) == analyze_change(f"{name}.py", text, text, added=added)
+    finally:
+        if w._proc is not None:
+            os.kill(w._proc.pid, signal.SIGCONT)
+        w.close()
