@@ -55,6 +55,8 @@ if TYPE_CHECKING:
     from core.client import CoreClient
 
 FRAME_S = 1 / 120
+STATUS_EVERY_S = 0.25  # the status bar's live numbers (tokens, tok/s) while an answer streams
+_clock = time.monotonic  # (the paint's clock: a test sets it)
 log = logging.getLogger(__name__)
 
 
@@ -141,6 +143,8 @@ class SparkApp(App):
                                     on_change=self._verify_changed)
         self._verify_dirty = False
         self._paint_timer: Timer | None = None  # frames only while there is something to paint
+        self._numbers_shown = 0.0  # when _paint last set the status bar's live numbers
+        self._numbers_due = False  # the answer's numbers changed since
         self._ui_loop: asyncio.AbstractEventLoop | None = None
         self._verify_badges: dict[str, str] = {}
         self._auto_fixed: set[str] = set()  # request ids whose failures went back by themselves
@@ -787,14 +791,22 @@ class SparkApp(App):
         if self._verify_dirty:
             self._verify_dirty = False
             self._show_verify()
-        if not self._dirty or self.answer is None:
+        if not (self._dirty or self._numbers_due) or self.answer is None:
             if self._stream is None and not self._verify_dirty and self._paint_timer is not None:
                 self._paint_timer.pause()  # idle until _wake_paint
             return
-        self._dirty = False
         run = self.answer
-        self.query_one(DiffView).set_pending(run.pending)
+        if self._dirty:
+            self._dirty = False
+            self.query_one(DiffView).set_pending(run.pending)
+            self._numbers_due = True
         status = self.query_one(StatusBar)
+        now = _clock()
+        if self._stream is not None and status.tokens and now - self._numbers_shown < STATUS_EVERY_S:
+            return  # the live numbers after the first token's, at most every STATUS_EVERY_S (a
+            # later tick shows them): every frame they re-rendered the status bar (1-2 ms each,
+            # 15-20 frames a stream) for a count nobody reads at 60 Hz
+        self._numbers_due, self._numbers_shown = False, now
         status.tokens = run.stats.tokens
         status.tokens_per_s = run.stats.tokens_per_s
         status.ttft_ms = run.stats.ttft_ms
