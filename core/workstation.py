@@ -56,6 +56,20 @@ def _added_lines(ranges: list[tuple[str, int, int]]) -> list[int]:
     return [start + i for _, start, count in ranges for i in range(count)]
 
 
+def _child_answer(worker: SlopWorker, job: Future) -> list | None:
+    """A duplicate check's answer from the slop worker's child; None when it failed, was
+    dropped or did not come within CHILD_CHECK_WAIT_S (then it is dropped there): the
+    caller checks in this process."""
+    from core.detectors.slop_worker import SlopWorkerError
+
+    try:
+        return list(job.result(timeout=CHILD_CHECK_WAIT_S))
+    except (SlopWorkerError, CancelledError, TimeoutError) as exc:
+        if isinstance(exc, TimeoutError):
+            worker.drop([job])
+        return None
+
+
 def _hunk_at(ranges: list[tuple[str, int, int]], line: int) -> str | None:
     for hid, start, count in ranges:
         if start <= line < start + max(count, 1):
@@ -184,15 +198,10 @@ class Workstation:
         died, failed or did not answer within CHILD_CHECK_WAIT_S: checked here."""
         child = self._dups_child
         if child is not None and child[0].pid == child[1]:
-            from core.detectors.slop_worker import SlopWorkerError
-
-            worker = child[0]
-            job = worker.dups_check(str(self.root), source, path, None if lines is None else sorted(set(lines)))
-            try:
-                return job.result(timeout=CHILD_CHECK_WAIT_S)
-            except (SlopWorkerError, CancelledError, TimeoutError) as exc:
-                if isinstance(exc, TimeoutError):
-                    worker.drop([job])
+            rows = None if lines is None else sorted(set(lines))
+            found = _child_answer(child[0], child[0].dups_check(str(self.root), source, path, rows))
+            if found is not None:
+                return found
         elif child is not None and child[0].pid is not None:  # a new child: it builds its own
             with self._slop_lock:
                 if self._dups_child is child:
@@ -647,15 +656,9 @@ class Workstation:
         else here."""
         child = self._dups_child
         if child is not None and child[0].pid == child[1]:
-            from core.detectors.slop_worker import SlopWorkerError
-
-            worker = child[0]
-            job = worker.dups_matches(str(self.root), memo.name, text, path, added)
-            try:
-                return job.result(timeout=CHILD_CHECK_WAIT_S)
-            except (SlopWorkerError, CancelledError, TimeoutError) as exc:
-                if isinstance(exc, TimeoutError):
-                    worker.drop([job])
+            found = _child_answer(child[0], child[0].dups_matches(str(self.root), memo.name, text, path, added))
+            if found is not None:
+                return found
         return memo.matches(text, path, added)
 
     def _review_file(self, fp: FileProposal, dup_check: Future | None = None,
