@@ -20,7 +20,7 @@ from textual.visual import Visual
 
 from tests.tui.test_diff_incremental import LINES, PATHS, FakeHunk
 from tui.widgets import diff_render
-from tui.widgets.diff_render import rendered_body, warm_bodies
+from tui.widgets.diff_render import body_key, rendered_body, warm_bodies
 from tui.widgets.diff_view import DiffView, HunkView
 
 
@@ -90,3 +90,30 @@ def test_the_warmed_strips_are_used():
              for i in range(5)]
     contexts = {h.id: (["def f():\n"], ["    return 1\n"]) for h in hunks}
     assert asyncio.run(_check(hunks, contexts, 0)) == len(hunks) - 2
+
+
+def test_only_hunks_near_the_current_one_are_rendered_ahead():
+    """The thread renders the lines of the hunks that j/k bring into view next, not all of an
+    answer's hunks (most never painted: its CPU is the GIL the UI thread waits for)."""
+    hunks = [FakeHunk(f"h{i}", "pkg/a.py", 10 + 30 * i, [f"    x = {i}\n"], [f"    y = {i}\n"]) for i in range(20)]
+    contexts = {h.id: ([], []) for h in hunks}
+
+    async def run() -> None:
+        app = Host()
+        diff_render._STRIPS.clear()
+        diff_render._TEMPLATE, HunkView.body_width = None, 0
+        async with app.run_test(size=(90, 30)) as pilot:
+            view = app.query_one(DiffView)
+            view.sync(hunks, {}, {}, contexts)
+            for _ in range(100):
+                await pilot.pause(0.01)
+                if diff_render._TEMPLATE is not None and HunkView.body_width:
+                    break
+            for current, near, far in ((0, [1, 6], [9, 15]), (14, [12, 15, 20 - 1], [3, 9])):
+                view.select(current)
+                diff_render._STRIPS.clear()
+                await asyncio.to_thread(warm_bodies, hunks, contexts, HunkView.body_width)
+                assert all(rendered_body(body_key(hunks[i], ([], []))) is not None for i in near), current
+                assert all(rendered_body(body_key(hunks[i], ([], []))) is None for i in far), current
+
+    asyncio.run(run())

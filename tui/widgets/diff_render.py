@@ -159,13 +159,16 @@ def warm_bodies(hunks: list, contexts: dict[str, tuple[list[str], list[str]]], w
     drawn at (HunkView.body_width), their wrapped height is measured here too: the layout
     pass after a sync measured each new hunk by wrapping all its lines (2-4 ms each, on the
     UI thread); the content keeps the height for that width (default text rules, as a
-    HunkView has)."""
+    HunkView has). The lines of hunks near the view's current one (or new ones while the
+    view holds only a few) are rendered as the view draws them (_prerender)."""
+    near, known = _WINDOW
     for hunk in hunks:
         key = body_key(hunk, contexts.get(hunk.id, ([], [])))
         content = body_content(key)
         if width > 0:
             content.get_height({}, width)
-            _prerender(key, content, width)
+            if hunk.id in near or (hunk.id not in known and len(known) < _EARLY):
+                _prerender(key, content, width)
 
 
 # A hunk's lines as the diff view draws them, rendered beside the highlighting: the first
@@ -174,6 +177,12 @@ def warm_bodies(hunks: list, contexts: dict[str, tuple[list[str], list[str]]], w
 # it draws a hunk that is not current (set_strip_template: width, style, text rules) and
 # starts a new hunk from what warm_bodies rendered the same way (rendered_body).
 _TEMPLATE: tuple[int, Style, tuple] | None = None
+# Only hunks likely to be painted next: the ones around the current hunk (j/k move through
+# them) and, while the view holds fewer than _EARLY, new ones (they land on screen). Every
+# hunk rendered took ~130 ms of CPU at the answer's end beside its review, for 47 hunks of
+# which ~3 are on screen (the GIL the UI thread waits for: py-spy, streamgil 02:02).
+_WINDOW: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())  # (near, known)
+_EARLY = 8
 _STRIPS: OrderedDict[tuple, tuple[tuple, list[Strip]]] = OrderedDict()
 _HEAD_LINES = 1  # a hunk's header lines above its body (a reason adds one: not pre-rendered)
 
@@ -183,6 +192,12 @@ def set_strip_template(width: int, style: Style, rules: tuple) -> None:
     (text_align, text_overflow, text_wrap, line_pad, as HunkVisual keys them)."""
     global _TEMPLATE
     _TEMPLATE = (width, style, rules)
+
+
+def set_view_window(near: frozenset[str], known: frozenset[str]) -> None:
+    """The hunks around the diff view's current one, and all it holds (by id)."""
+    global _WINDOW
+    _WINDOW = (near, known)
 
 
 def _app_theme() -> str | None:

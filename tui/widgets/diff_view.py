@@ -38,6 +38,7 @@ from tui.widgets.diff_render import (
     pending_content,
     rendered_body,
     set_strip_template,
+    set_view_window,
 )
 
 
@@ -392,6 +393,7 @@ class DiffView(VerticalScroll, can_focus=True):
         self._order: list[str] = []
         self._marked: str | None = None  # the hunk drawn as current
         self.current = 0
+        self._near: frozenset[str] = frozenset()  # the hunks around the current one
         self._own_key: tuple | None = None  # what the view's own lines were drawn from
         self._own_lines: list[Strip] = []
 
@@ -555,3 +557,7 @@ class DiffView(VerticalScroll, can_focus=True):
         if want is not None:
             self._views[want].add_class("-current")
         self._marked = want
+        # the hunks that j/k bring into view next: their lines are rendered beside the
+        # highlighting (warm_bodies), not at their first paint on this thread
+        self._near = frozenset(self._order[max(0, self.current - 2):self.current + 10])
+        set_view_window(self._near, frozenset(self._views))
