@@ -109,7 +109,7 @@ def test_only_hunks_near_the_current_one_are_rendered_ahead():
                 await pilot.pause(0.01)
                 if diff_render._TEMPLATE is not None and HunkView.body_width:
                     break
-            for current, near, far in ((0, [1, 6], [9, 15]), (14, [12, 15, 20 - 1], [3, 9])):
+            for current, near, far in ((0, [1, 9], [12, 15]), (14, [12, 15, 19], [3, 9])):
                 view.select(current)
                 diff_render._STRIPS.clear()
                 await asyncio.to_thread(warm_bodies, hunks, contexts, HunkView.body_width)
