@@ -129,6 +129,8 @@ class SparkApp(App):
         self._dirty = False
         self._rebuild_needed = False
         self._rebuilding = False
+        self._rebuild_over = asyncio.Event()  # set whenever no rebuild runs (waiters wake at once)
+        self._rebuild_over.set()
         self._rebuilding_run: AnswerRun | None = None  # the answer the rebuild in flight is for
         self._final_rebuilt: AnswerRun | None = None  # its last pass was built after it finished
         self._diffed: tuple[AnswerRun, tuple[int, int]] | None = None  # the last pass's answer, _coverage
@@ -633,12 +635,13 @@ class SparkApp(App):
             # It gives way at its next file (`stale`), and its loop diffs, reviews and draws
             # the final state. (A pass that diffed every edit is the final state: it goes on.)
             self._rebuild_needed = True
-        while self._rebuilding:
-            await asyncio.sleep(FRAME_S)
+        while self._rebuilding:  # (a poll each frame added up to 8 ms to the answer's end)
+            await self._rebuild_over.wait()
         if waited and run is self.answer and self._rebuilding_run is run and not self._rebuild_needed and \
                 (not final or self._final_rebuilt is run):
             return
         self._rebuilding, self._rebuilding_run = True, run
+        self._rebuild_over.clear()
         try:
             self._rebuild_needed = True
 
@@ -739,6 +742,7 @@ class SparkApp(App):
                 self._sync_diff()
         finally:
             self._rebuilding = False
+            self._rebuild_over.set()
 
     def _sync_diff(self) -> None:
         """Draw each hunk's state as the answer holds it, and the counts on the status bar."""
