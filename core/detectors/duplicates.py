@@ -498,7 +498,7 @@ class DuplicateIndex:
         table = UnitTable(paths, parts[0]) if len(parts) == 1 else UnitTable.concat(paths, parts)
         parts.clear()
         self._adopt(table.with_lookups())
-        _release_free_memory()
+        release_free_memory()
 
     def _adopt(self, table: UnitTable) -> None:
         """Install a frozen table: its rows are the live functions, files in runs."""
@@ -809,7 +809,7 @@ class DuplicateIndex:
         return pairs
 
 
-def _release_free_memory() -> None:
+def release_free_memory() -> None:
     """Give freed heap back to the system (glibc keeps it otherwise: after streaming
     250,000 cached functions through Python objects, hundreds of MB stayed resident)."""
     try:

@@ -508,6 +508,18 @@ class IndexService:
         except Exception as exc:  # noqa: BLE001 -- an optimisation; the request ranks anyway
             self._note(f"warming the repo map's ranks failed: {exc}")
 
+    def _stored_map(self, key: bytes) -> Any:
+        """The map the indexer stored under `key` (memory-mapped: its arrays are pages of
+        the file, not a copy received through the socket), or None when the file does not
+        hold it (then the indexer is asked to send it)."""
+        from core.indexing.cache import cache_file, read_snapshot_file, snapshot_file
+
+        found = read_snapshot_file(snapshot_file(self.cache_path or cache_file(self.root), "map"),
+                                   str(self.root), "map")
+        if found is None or found[0] != key or type(found[1]).__name__ != "MapGraph":
+            return None
+        return found[1]
+
     def _read(self, conn: Connection) -> None:
         while True:
             try:
@@ -521,6 +533,11 @@ class IndexService:
             kind = msg[0]
             if kind == "map":  # graph None: the one installed from the cache is current
                 _, graph, done, total, complete = msg
+                if isinstance(graph, tuple):  # ("stored", key): in the snapshot file just written
+                    graph = self._stored_map(graph[1])
+                    if graph is None:
+                        self._send(("resend_map",))  # the indexer sends it itself, then
+                        continue
                 if self._trusted and not complete:
                     # a partial map of the tree now would replace a whole one that is only
                     # out of date in the files that changed: keep the whole one meanwhile

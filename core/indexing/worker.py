@@ -10,8 +10,9 @@ build:
                     ("init", root, files, cache_path, use_cache, known_key)
                     ("events", [(path, kind), ...])     files changed on disk
                     ("check", id, source, path, lines)  duplicate check of new code
+                    ("resend_map",)                     the stored map could not be read
                     ("stop",)
-    indexer -> UI   ("map", MapGraph | None, done, total, complete)
+    indexer -> UI   ("map", MapGraph | ("stored", key) | None, done, total, complete)
                     ("dups", done, total, complete)
                     ("reply", id, matches | None, error | None)
                     ("note", text)                       e.g. why a cache was rebuilt
@@ -46,7 +47,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.detectors.dup_store import SnapshotError
-from core.detectors.duplicates import DuplicateIndex
+from core.detectors.duplicates import DuplicateIndex, release_free_memory
 from core.detectors.normalize import FunctionUnit
 from core.indexing.cache import (
     CACHE_VERSION,
@@ -169,6 +170,8 @@ class Indexer:
                 self.send("reply", req, matches, None)
         elif kind == "events":
             self.on_events(msg[1])
+        elif kind == "resend_map":  # the app could not read the stored map back
+            self.resend_map()
 
     # -- the whole run -------------------------------------------------------------------
     def run(self) -> None:
@@ -224,7 +227,7 @@ class Indexer:
         if self.cache is not None:
             graph = self.cache.snapshot("map", key)
             if isinstance(graph, MapGraph):
-                self.send("map", graph, total, total, True)
+                self._send_map(graph, total, total, stored=key)
                 self._graph = graph
                 self.facts_complete = False  # scans load from the cache on the first event
                 return
@@ -232,12 +235,43 @@ class Indexer:
         total = len(self.stamps)
         self._scan_all_tags()
         graph = build_graph(self.facts, self._vocab(), exact=True)
-        self.send("map", graph, len(self.facts), total, True)
         self._graph = graph
+        release_free_memory()  # the build's temporaries (~100 MB on a real 20k tree)
+        stored = None
         if self.cache is not None:
             self.cache.forget_missing(set(self.stamps) | set(self._python_files()))
             self.cache.commit()
+            stored = self._store_map(key, graph)
+        self._send_map(graph, len(self.facts), total, stored=stored)
+
+    def resend_map(self) -> None:
+        """Send the whole map itself: the one held, else the stored one as read here, else
+        (let go before the duplicate build) one built again from the cached scans."""
+        graph = self._graph
+        if graph is None and self.cache is not None and self.state is not None:
+            graph = self.cache.snapshot("map", self.state.key)
+        if graph is not None:
+            self.send("map", graph, len(graph.files), len(graph.files), True)
+        else:
+            self.on_events([])  # reloads the scans, builds the graph and sends it
+
+    def _store_map(self, key: bytes, graph: MapGraph) -> bytes | None:
+        """Store the map's snapshot under `key`; the key, or None when it could not be."""
+        assert self.cache is not None
+        try:
             self.cache.store_snapshot("map", key, graph)
+        except OSError as exc:
+            self.send("note", f"map snapshot not stored: {exc}")
+            return None
+        return key
+
+    def _send_map(self, graph: MapGraph, done: int, total: int, *, stored: bytes | None) -> None:
+        """A whole map to the app: as the key of the snapshot file that holds it (the app
+        maps that file: its arrays are pages of it), or, with none stored, the graph itself.
+        Pickled into the socket, a real 20,000-file tree's map (114 MB) put that much again
+        in this process (and a copy in the app), on top of the scans and the graph: a first
+        launch's indexer peaked at 650 MB there."""
+        self.send("map", ("stored", stored) if stored is not None else graph, done, total, True)
 
     def _vocab(self) -> RefVocab:
         if self.vocab is None:
@@ -299,7 +333,9 @@ class Indexer:
         for done, rel in enumerate(self.stamps, 1):
             self._scan_tags(rel, cached.pop(rel, None))
             now = time.perf_counter()
-            if partial and now >= next_send and done >= next_count and done < total:
+            # (none past half the tree: the whole map follows, and the last partial ones
+            # cost nearly as much as it: memory and a build here, an unpickling in the app)
+            if partial and now >= next_send and done >= next_count and done * 2 <= total:
                 self.send("map", build_graph(self.facts, self._vocab(), exact=True), len(self.facts), total, False)
                 next_count = max(256, done * 2)
                 next_send = time.perf_counter() + PARTIAL_MAP_GAP_S

@@ -153,3 +153,88 @@ def test_the_child_runs_without_blas_threads():
             proc.wait(30)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+PROMPT = "render the payload of the invoice"
+
+
+def _map_text(repo_map: RepoMap) -> str:
+    return repo_map.render(1500, prompt=PROMPT).text
+
+
+def test_a_whole_map_comes_through_its_snapshot_file(tmp_path, monkeypatch):
+    """A first launch's whole map reaches the app as the key of the snapshot the indexer
+    stored (read back here, memory-mapped), not pickled through the socket; it renders as
+    the in-process map does."""
+    root = generate(tmp_path / "repo", 30, 1)
+    expected = _map_text(RepoMap(root))
+    read: list[bytes] = []
+    real = IndexService._stored_map
+
+    def stored_map(self, key):
+        read.append(key)
+        return real(self, key)
+
+    monkeypatch.setattr(IndexService, "_stored_map", stored_map)
+    repo_map = RepoMap(root)
+    svc = IndexService(root, repo_map, cache_path=cache_file(root, tmp_path / "cache"), in_process=False).start()
+    try:
+        assert svc.wait(120), svc.snapshot()
+        assert svc.snapshot().mode == "process"
+        assert len(read) == 1
+        assert _map_text(repo_map) == expected
+    finally:
+        svc.stop()
+
+
+def test_a_stored_map_that_cannot_be_read_back_is_sent(tmp_path, monkeypatch):
+    """When the app cannot read the stored map (here: never), it asks the indexer, which
+    sends the graph itself: the app still gets the whole map."""
+    root = generate(tmp_path / "repo", 30, 1)
+    expected = _map_text(RepoMap(root))
+    monkeypatch.setattr(IndexService, "_stored_map", lambda self, key: None)
+    repo_map = RepoMap(root)
+    svc = IndexService(root, repo_map, cache_path=cache_file(root, tmp_path / "cache"), in_process=True).start()
+    try:
+        assert svc.wait(120), svc.snapshot()
+        assert svc.snapshot().map_checked
+        assert _map_text(repo_map) == expected
+    finally:
+        svc.stop()
+
+
+def test_the_indexer_resends_a_map_it_has_let_go(tmp_path):
+    """Asked again after it let the map and its scans go (before the duplicate build), the
+    indexer sends the stored map as read back, or without one, a map built again from the
+    cached scans: the same graph either way."""
+    from core.indexing import worker
+    from core.indexing.cache import snapshot_file
+    from core.indexing.treestate import tree_state
+
+    root = generate(tmp_path / "repo", 30, 1)
+    sent: list[tuple] = []
+
+    class Conn:
+        def send(self, msg: tuple) -> None:
+            sent.append(msg)
+
+        def poll(self, timeout: float = 0) -> bool:
+            return False
+
+    path = cache_file(root, tmp_path / "cache")
+    ix = worker.Indexer(root, Conn(), tree_state(root), cache_path=path)  # type: ignore[arg-type]
+    ix.await_cache()
+    ix.build_map()
+    assert sent[-1][0] == "map" and sent[-1][1] == ("stored", ix.state.key)
+    files = list(ix._graph.files)
+    for stored in (True, False):
+        ix._release_map_scans()
+        assert ix._graph is None
+        if not stored:
+            snapshot_file(path, "map").unlink()
+        ix.resend_map()
+        graph = sent[-1][1]
+        assert sent[-1][0] == "map" and sent[-1][-1] is True
+        assert list(graph.files) == files and len(graph.graph.src) > 0
+    assert ix.cache is not None
+    ix.cache.close()
