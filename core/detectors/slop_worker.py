@@ -353,6 +353,11 @@ class SlopPool:
     def pids(self) -> list[int]:
         return [w._proc.pid for w in (*self.workers, self.dups) if w._proc is not None]
 
+    @property
+    def started(self) -> bool:
+        """Whether the slop children were started (`warm`, or a first job)."""
+        return any(w._proc is not None for w in self.workers)
+
 
 # one core is left to the app's own process (its UI thread, the duplicate checks)
 POOL_SIZE = max(1, min(2, (os.cpu_count() or 1) - 1))
@@ -382,9 +387,11 @@ def analyze_change_off_thread(path: str, new_text: str, added: set[int], *,
 
 def syntax_off_thread(path: str, text: str) -> Future[list[Problem]] | None:
     """The verifier's syntax check of one Python text, sent to the worker process; None
-    when there is none (the caller checks it in its own thread)."""
+    when there is none or it is not running yet (the caller checks it in its own thread:
+    a verifier without the app, whose indexing starts the worker, would wait ~0.4 s for
+    the child's start on its first check)."""
     worker = shared()
-    return None if worker is None else worker.syntax(path, text)
+    return None if worker is None or not worker.started else worker.syntax(path, text)
 
 
 def report_of(future: Future[SlopReport] | None, path: str, new_text: str, added: set[int]) -> SlopReport:

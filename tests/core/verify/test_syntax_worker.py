@@ -48,8 +48,22 @@ def own_pool(monkeypatch):
     pool = SlopPool(1)
     monkeypatch.setattr(slop_worker, "_SHARED", pool)
     monkeypatch.setattr(checks, "_CACHE", {})
+    pool.warm()  # the app starts it while it indexes
     yield pool
     pool.close()
+
+
+def test_a_worker_not_started_is_not_started_for_a_check(monkeypatch):
+    """A verifier without the app (a CLI, a benchmark) checks here rather than wait for a
+    child to start (~0.4 s on its first check)."""
+    pool = SlopPool(1)
+    monkeypatch.setattr(slop_worker, "_SHARED", pool)
+    monkeypatch.setattr(checks, "_CACHE", {})
+    try:
+        assert check_texts([("b.py", BROKEN)]) == [check_syntax("b.py", BROKEN)]
+        assert not pool.started and pool.workers[0]._proc is None
+    finally:
+        pool.close()
 
 
 def test_check_texts_finds_the_same_with_and_without_the_worker(own_pool, monkeypatch):
