@@ -34,6 +34,19 @@ def load(items):
 '''
 
 
+def _eventually(condition, timeout: float = 20.0) -> bool:
+    """Whether `condition()` holds within `timeout` s (the sender is a thread: a loaded
+    box may take a while to run it)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
 @pytest.fixture(scope="module")
 def worker():
     w = SlopWorker()
@@ -289,8 +302,8 @@ def test_slop_jobs_go_before_syntax_jobs_waiting_in_the_parent():
             jobs[name] = job
             while name == "syntax0" and len(w._sent) < 1:  # at the idle child: the rest wait here
                 time.sleep(0.01)
-        time.sleep(0.2)
-        assert len(w._sent) == 2 and [item[1][0] for item in w._later] == ["syntax", "syntax"]
+        assert _eventually(lambda: len(w._sent) == 2)  # syntax0 and slop0 (the sender thread sends)
+        assert [item[1][0] for item in w._later] == ["syntax", "syntax"]
         os.kill(w._proc.pid, signal.SIGCONT)
         for name, job in jobs.items():
             got = job.result(timeout=60)
@@ -334,11 +347,12 @@ def test_an_ended_answers_jobs_all_go_to_the_child_at_once():
         os.kill(w._proc.pid, signal.SIGSTOP)
         added = set(range(1, 12))
         early = [w.analyze(f"e{i}.py", SLOPPY + f"# e{i}\n", added) for i in range(3)]
-        time.sleep(0.2)
+        assert _eventually(lambda: len(w._sent) == slop_worker.MAX_IN_FLIGHT)
+        time.sleep(0.1)
         assert len(w._sent) == slop_worker.MAX_IN_FLIGHT and len(w._outbox) == 1
         final = [w.analyze(f"f{i}.py", SLOPPY + f"# f{i}\n", added, final=True) for i in range(4)]
-        time.sleep(0.2)
-        assert len(w._sent) == 7 and not w._outbox and not w._final
+        assert _eventually(lambda: len(w._sent) == 7)
+        assert not w._outbox and not w._final
         os.kill(w._proc.pid, signal.SIGCONT)
         for name, job in [*((f"e{i}", j) for i, j in enumerate(early)), *((f"f{i}", j) for i, j in enumerate(final))]:
             text = SLOPPY + f"# {name}\n"
