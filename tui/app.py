@@ -591,6 +591,7 @@ class SparkApp(App):
             notes.append("\n")
             notes.append_text(self._undo_note)
         self._last_notes = notes
+        diff.set_pending(None)  # (kept until now: see _paint)
         diff.set_notes(notes)
         diff.set_prose(run.prose, self._prose_expanded)
         self._sync_diff()
@@ -802,7 +803,11 @@ class SparkApp(App):
         run = self.answer
         if self._dirty:
             self._dirty = False
-            self.query_one(DiffView).set_pending(run.pending)
+            if not run.finished:  # once it has ended, the block written last stays until the
+                # final hunks replace it in one frame (_after_stream): hidden at once, it cost
+                # a layout pass of the whole diff (10-25 ms of the UI thread) in the frame right
+                # after the last token, while the final pass was being built
+                self.query_one(DiffView).set_pending(run.pending)
             self._numbers_due = True
         status = self.query_one(StatusBar)
         now = _clock()
