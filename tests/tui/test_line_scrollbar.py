@@ -19,7 +19,8 @@ from textual.geometry import Region
 from textual.widgets import Input
 
 from tests.tui.test_diff_incremental import FakeHunk
-from tui.widgets.diff_view import DiffView, LineScrollBar
+from tui.widgets.diff_view import DiffView
+from tui.widgets.kept_lines import LineScrollBar
 
 HUNKS = [FakeHunk(f"h{i}", f"pkg/m{i % 3}.py", 10 + 20 * i, [f"    x = {i}\n"] * (1 + i % 4),
                   [f"    y = {i}\n", "    z = 1\n"]) for i in range(16)]

@@ -10,21 +10,18 @@ one sync of the last state into a fresh view draws.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar
 
-from rich.color import Color as RichColor
 from rich.segment import Segment
 from rich.style import Style as RichStyle
 from rich.text import Text
 from textual import events
 from textual.binding import Binding, BindingType
 from textual.color import Color
-from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.css.styles import RulesMap
 from textual.geometry import Region, Size
 from textual.message import Message
-from textual.scrollbar import ScrollBar, ScrollBarRender
 from textual.strip import Strip
 from textual.style import Style
 from textual.visual import RenderOptions, Visual
@@ -40,6 +37,7 @@ from tui.widgets.diff_render import (
     set_strip_template,
     set_view_window,
 )
+from tui.widgets.kept_lines import KeptLinesScroll
 
 
 def same_content(a: object, b: object) -> bool:
@@ -265,61 +263,6 @@ class HunkView(Static):
         return self._head.get_height(rules, width) + self._body.get_height(rules, width) - 1
 
 
-class LineScrollBar(ScrollBar):
-    """The diff view's vertical scrollbar, repainting only the lines whose cells change.
-
-    Every j/k scrolls the view and every hunk mounted changes its virtual height: Textual
-    repaints all ~48 lines of the bar (~2.5 ms on the UI thread, most of it the per-line
-    styling), though a move changes the few lines the thumb leaves and enters. A refresh
-    of the whole bar is narrowed to the lines whose segments differ from the last
-    requested state, when nothing else the bar is drawn from changed (size, its and the
-    view's styles and colours, hover, grab, line filters, theme); the lines are what
-    ScrollBarRender draws at that height. Property-tested against a fresh paint."""
-
-    def __init__(self, vertical: bool = True, name: str | None = None, *, thickness: int = 1) -> None:
-        super().__init__(vertical, name, thickness=thickness)
-        self._drawn: tuple[tuple, list[Segment]] | None = None  # (what else, each line's segment)
-        self.partial = 0  # refreshes narrowed to changed lines (or to none)
-
-    def _bar_now(self) -> tuple[tuple, list[Segment]] | None:
-        """What the bar is drawn from now, and its lines' segments; None if not drawable."""
-        parent = self.parent
-        width, height = self.size
-        if not isinstance(parent, Widget) or not self.vertical or not width or not height or \
-                not self.is_mounted:
-            return None
-        render = self.render()
-        if not isinstance(render, ScrollBarRender):
-            return None
-        style = render.style if isinstance(render.style, RichStyle) else None
-        if style is None or render.thickness != self.thickness:
-            return None
-        app = self.app
-        key = (self.size, style, self.styles._cache_key, parent.styles._cache_key, self.background_colors,
-               parent.background_colors, self.grabbed, self.mouse_over, tuple(self.get_line_filters()),
-               app.ansi_theme, app.native_ansi_color)
-        bar = render.render_bar(size=height, window_size=render.window_size, virtual_size=render.virtual_size,
-                                position=render.position, vertical=True, thickness=width,
-                                back_color=style.bgcolor or RichColor.parse("#555555"),
-                                bar_color=style.color or RichColor.parse("bright_magenta"))
-        return key, list(bar.segments)
-
-    def refresh(self, *regions: Region, repaint: bool = True, layout: bool = False,
-                recompose: bool = False) -> Self:
-        if regions or not repaint or layout or recompose:
-            return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
-        drawn, now = self._drawn, self._bar_now()
-        self._drawn = now
-        if drawn is None or now is None or drawn[0] != now[0] or len(drawn[1]) != len(now[1]):
-            return super().refresh()
-        changed = [y for y, (old, new) in enumerate(zip(drawn[1], now[1], strict=True)) if old != new]
-        self.partial += 1
-        if not changed:
-            return self
-        width = self.size.width
-        return super().refresh(*(Region(0, y, width, 1) for y in changed))
-
-
 class PendingBlock(Widget):
     """The block being written. Repaints in place each frame and asks for a new layout only
     when its height changes: a layout pass costs more than the paint at 60 frames a second."""
@@ -347,7 +290,7 @@ class PendingBlock(Widget):
         return self._lines
 
 
-class DiffView(VerticalScroll, can_focus=True):
+class DiffView(KeptLinesScroll, can_focus=True):
     """All hunks of the current answer, the pending block, and notes about the answer."""
 
     DEFAULT_CSS = """
@@ -394,8 +337,6 @@ class DiffView(VerticalScroll, can_focus=True):
         self._marked: str | None = None  # the hunk drawn as current
         self.current = 0
         self._near: frozenset[str] = frozenset()  # the hunks around the current one
-        self._own_key: tuple | None = None  # what the view's own lines were drawn from
-        self._own_lines: list[Strip] = []
 
     def compose(self):
         yield Static(Text("Type a request below and press Enter.", style="dim"), id="notes")
@@ -404,40 +345,6 @@ class DiffView(VerticalScroll, can_focus=True):
 
     def on_mount(self) -> None:
         self.query_one("#pending").display = False
-
-    @property
-    def vertical_scrollbar(self) -> ScrollBar:
-        """The vertical scrollbar, a LineScrollBar (made as Widget.vertical_scrollbar makes one)."""
-        if self._vertical_scrollbar is None:
-            bar = self._vertical_scrollbar = LineScrollBar(vertical=True, name="vertical",
-                                                           thickness=self.scrollbar_size_vertical)
-            bar.display = False
-            self.app._start_widget(self, bar)
-        return self._vertical_scrollbar
-
-    def _own_lines_key(self) -> tuple:
-        """Everything the view's own lines (its border and the background under the hunks)
-        are drawn from, as the styles cache gets it: size, styles, colours, border labels,
-        opacity, line filters and the ANSI theme."""
-        app = self.app
-        return (self.outer_size, self.styles._cache_key, self.background_colors, self.visual_style,
-                self._border_title, self._border_subtitle, self.opacity, tuple(self.get_line_filters()),
-                app.ansi_theme, app.native_ansi_color)
-
-    def render_lines(self, crop: Region) -> list[Strip]:
-        """The view's own lines, kept while nothing they are drawn from changed: every hunk
-        mounted (a layout) and every style change clears the widget's line cache, and its
-        ~48 lines of border and background were drawn again (~1.3 ms of most refreshes while
-        an answer streams). Property-tested against the lines drawn afresh."""
-        key = self._own_lines_key()
-        if key != self._own_key:
-            self._own_lines = super().render_lines(self.outer_size.region)  # border included
-            self._own_key = key
-        lines = self._own_lines[crop.y:crop.bottom]
-        x1, x2 = crop.column_span
-        if (x1, x2) != (0, self.outer_size.width):
-            lines = [line.crop(x1, x2) for line in lines]
-        return lines
 
     def on_key(self, event: events.Key) -> None:
         # While streaming, decisions wait for the end; letters typed here are a redirect.

@@ -5,17 +5,19 @@ from __future__ import annotations
 import time
 
 from rich.text import Text
-from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from tui.widgets.findings_list import FindingsList
+from tui.widgets.kept_lines import KeptLinesScroll
 
 MAX_CHANGES = 12
 # What happened to a file, in words of the same width: "spark" is a write of ours.
 CHANGE_LABELS = {"added": "new  ", "modified": "edit ", "deleted": "del  ", "spark": "spark"}
 
 
-class SidePanel(VerticalScroll):
+class SidePanel(KeptLinesScroll):
+    # its own lines are kept and its scrollbar repaints by line (kept_lines: findings
+    # arriving are a layout, which drew the panel's border and bar again in full);
     # the scrollbar's columns are kept (scrollbar-gutter): when an answer's review grows the
     # findings past the panel's height, the scrollbar appearing narrowed every section by 2
     # columns, and the frame after the one that showed the findings laid the screen out and
