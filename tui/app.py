@@ -658,6 +658,8 @@ class SparkApp(App):
                     return exc
 
             def prepare(final: bool = True) -> None:
+                """Record (the final state) and highlight the hunks off the UI thread, before
+                the sync that draws them; a pass of an earlier state stops at the answer's end."""
                 if run is not self.answer:
                     return
                 if final:  # the finished answer's hunks: recorded here, off the UI thread,
@@ -669,6 +671,8 @@ class SparkApp(App):
                     warm_bodies(hunks[at:at + _WARM_SLICE], contexts, width)
 
             def rebuild() -> tuple[bool, Review | BaseException | None]:
+                """Diff the answer; (True, its review) for the final state, else (False, None)
+                with the earlier state highlighted, to be drawn and then reviewed."""
                 finished = run.finished  # read first: then every edit is in this build
                 diffed = self._diffed = (run, _coverage(run))  # read before: the build has these at least
                 run.rebuild_proposal()
@@ -681,18 +685,15 @@ class SparkApp(App):
                     if diffed != (run, _coverage(run)):  # without the last edits: the final pass
                         return final_now()  # at once, here (this pass's highlighting and record
                         # took 80-110 ms, for hunks the final pass draws anyway)
-                    # with every edit (`finish` sets `finished` last): the final state, reviewed
-                    # in this same call (it went back to the UI thread to draw and then to a
-                    # thread again for its review)
-                # the final state is reviewed in this same thread call: a hop back to the UI
+                    # with every edit (`finish` sets `finished` last): the final state
+                # The final state is reviewed in this same thread call (a hop back to the UI
                 # thread to draw its hunks first, and another to start the review, cost
-                # 50-120 ms after the last token (the review's draw shows them a moment
-                # later); its record and highlighting meanwhile, beside the review, which
-                # mostly waits for the duplicate checks and the slop worker (in a row they
-                # put 40-70 ms between the diff and the review)
-                # in this thread's context (the app's, as to_thread gives it): highlighting
-                # is kept per theme, and without it the side thread filled the cache under no
-                # theme, so the UI thread converted the final hunks again in the final sync
+                # 50-120 ms after the last token); its record and highlighting meanwhile on
+                # the side thread, beside the review, which mostly waits for the duplicate
+                # checks and the slop worker. The side thread runs in this thread's context
+                # (the app's, as to_thread gives it): highlighting is kept per theme, and
+                # without it the side thread filled the cache under no theme, so the UI
+                # thread converted the final hunks again in the final sync.
                 side = _SIDE.submit(contextvars.copy_context().run, prepare)
                 reviewed = review()
                 side.result()
