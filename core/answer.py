@@ -217,9 +217,12 @@ class AnswerRun:
         if self._builder is None:
             raise RuntimeError("this answer has no workspace to diff against")
         proposal = self._builder.build(list(self.edits))
-        # file order, then line order within a file: hunks are numbered as drawn
+        # file order, then line order within a file: hunks are numbered as drawn. A new
+        # sorted list, swapped in: the builder hands the same FileProposal to every rebuild
+        # that did not change its file, and `list.sort` in place shows other threads (the
+        # UI drawing the previous proposal) an empty list while its key function runs
         for fp in proposal.files:
-            fp.hunks.sort(key=lambda h: h.old_start)
+            fp.hunks = sorted(fp.hunks, key=lambda h: h.old_start)
         self.proposal = proposal
         for hunk in proposal.hunks:
             self._states.setdefault(hunk.id, HunkState.UNDECIDED)
