@@ -359,9 +359,11 @@ def write_snapshot_file(file: Path, root: str, name: str, key: bytes, obj: Any) 
     checked.vouch(file, crc)
 
 
-def read_snapshot_file(file: Path, root: str, name: str) -> tuple[bytes, Any] | None:
+def read_snapshot_file(file: Path, root: str, name: str, *, copy: bool = False) -> tuple[bytes, Any] | None:
     """(key, object) from a snapshot file of this cache version, root and name; None for
-    a missing, damaged or foreign one."""
+    a missing, damaged or foreign one. The object's large arrays are views of the mapped
+    file, or with `copy` arrays of their own (a file cut short in place under a mapping
+    makes reading those pages a SIGBUS: the app copies a map it reads while running)."""
     try:
         with open(file, "rb") as fh:
             st = os.fstat(fh.fileno())
@@ -400,7 +402,8 @@ def read_snapshot_file(file: Path, root: str, name: str) -> tuple[bytes, Any] | 
             if zlib.crc32(view[start:]) != header.get("crc32"):
                 return None
             checked.vouch(file, header["crc32"], st)
-        return key, _SafeUnpickler(io.BytesIO(parts[0]), buffers=parts[1:]).load()
+        buffers = [bytearray(p) for p in parts[1:]] if copy else parts[1:]
+        return key, _SafeUnpickler(io.BytesIO(parts[0]), buffers=buffers).load()
     except Exception:  # noqa: BLE001 -- any damage: refused, the indexer rebuilds it
         return None
 

@@ -414,9 +414,10 @@ class IndexService:
             except Exception:  # noqa: BLE001 -- run_indexer tries again and says why it fails
                 indexer = None
             self._local_dups = indexer.dups if indexer is not None else None  # asked directly: check_source
-            self._thread = threading.Thread(target=run_indexer, args=(args[0], child, *args[1:]),
-                                            kwargs={"indexer": indexer}, name="spark-indexer", daemon=True)
-            self._thread.start()
+            thread = threading.Thread(target=run_indexer, args=(args[0], child, *args[1:]),
+                                      kwargs={"indexer": indexer}, name="spark-indexer", daemon=True)
+            thread.start()
+            self._thread = thread  # (set once started: stop() may join it from another thread)
         else:
             if started is not None and self._early is None:
                 return  # stopped meanwhile (stop() ended the early child)
@@ -509,13 +510,13 @@ class IndexService:
             self._note(f"warming the repo map's ranks failed: {exc}")
 
     def _stored_map(self, key: bytes) -> Any:
-        """The map the indexer stored under `key` (memory-mapped: its arrays are pages of
-        the file, not a copy received through the socket), or None when the file does not
-        hold it (then the indexer is asked to send it)."""
+        """The map the indexer stored under `key`, read from the file (its arrays copied
+        once, not received through the socket: no 114 MB pickle on either side), or None
+        when the file does not hold it (then the indexer is asked to send it)."""
         from core.indexing.cache import cache_file, read_snapshot_file, snapshot_file
 
         found = read_snapshot_file(snapshot_file(self.cache_path or cache_file(self.root), "map"),
-                                   str(self.root), "map")
+                                   str(self.root), "map", copy=True)
         if found is None or found[0] != key or type(found[1]).__name__ != "MapGraph":
             return None
         return found[1]

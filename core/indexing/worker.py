@@ -267,7 +267,7 @@ class Indexer:
 
     def _send_map(self, graph: MapGraph, done: int, total: int, *, stored: bytes | None) -> None:
         """A whole map to the app: as the key of the snapshot file that holds it (the app
-        maps that file: its arrays are pages of it), or, with none stored, the graph itself.
+        reads it from there), or, with none stored, the graph itself.
         Pickled into the socket, a real 20,000-file tree's map (114 MB) put that much again
         in this process (and a copy in the app), on top of the scans and the graph: a first
         launch's indexer peaked at 650 MB there."""
