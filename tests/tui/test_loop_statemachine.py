@@ -184,6 +184,13 @@ class LoopMachine(RuleBasedStateMachine):
         return answer is not None and any(
             _answer_state(answer, h.id) in {"undecided", "proposed"} for h in answer.hunks)
 
+    def _has_open(self) -> bool:
+        """A hunk a key can still decide (the app's `open`: undecided, stale or refused): then
+        the review's letters act on hunks, not on the prompt."""
+        answer = self.app.answer
+        return answer is not None and any(
+            _answer_state(answer, h.id) in {"undecided", "proposed", "stale", "refused"} for h in answer.hunks)
+
     def _review_mode(self) -> bool:
         """Where single-letter keys go to the hunks (the diff has focus)."""
         from tui.widgets.diff_view import DiffView
@@ -295,7 +302,7 @@ class LoopMachine(RuleBasedStateMachine):
 
         self.driver.call(step)
 
-    @precondition(lambda self: self.app.answer is not None and not self._has_undecided() and not self._warned())
+    @precondition(lambda self: self.app.answer is not None and not self._has_open() and not self._warned())
     @rule()
     def letter_with_nothing_to_decide(self) -> None:
         """With no undecided hunk a printable letter starts the next prompt."""
