@@ -167,6 +167,9 @@ class FileEditor:
         self.lines: list[str] = old_text.splitlines()
         self.original: list[str] = list(self.lines)
         self.origin: list[int | None] = list(range(len(self.lines)))
+        # where edits wrote (half-open line ranges, ascending, apart): outside them each line
+        # is the next original line after the one before it, so hunks are diffed from here
+        self.spans: list[tuple[int, int]] = []
         self.final_newline = old_text.endswith("\n") if old_text else True
         self._loose: LooseIndex | None = None
 
@@ -197,6 +200,23 @@ class FileEditor:
                 last = len(self.original) - 1
                 origin = [None if o == last else o for o in origin]
         self.origin[start:end] = origin
+        self._touch(start, end, start + len(new))
+
+    def _touch(self, start: int, old_end: int, new_end: int) -> None:
+        """Lines [start, old_end) became [start, new_end): one span with the spans it
+        meets (a deletion leaves an empty one where the lines were), the later ones moved."""
+        delta = new_end - old_end
+        merged = (start, new_end)
+        spans = []
+        for first, end in self.spans:
+            if end < start:
+                spans.append((first, end))
+            elif first > old_end:
+                spans.append((first + delta, end + delta))
+            else:
+                merged = (min(merged[0], first), max(merged[1], end + delta))
+        spans.append(merged)
+        self.spans = sorted(spans)
 
     def apply(self, edit: Edit) -> None:
         """Apply one edit; MatchError when its SEARCH text cannot be placed or what to
@@ -275,7 +295,10 @@ class FileEditor:
         if want != self.final_newline:
             self.final_newline = want
             last = len(self.original) - 1  # that line's end changes: not the same line
-            self.origin = [None if o == last else o for o in self.origin]
+            if last in self.origin:
+                at = self.origin.index(last)
+                self.origin[at] = None
+                self._touch(at, at + 1, at + 1)
 
     def _tiebreak(self, edit: Edit, search: list[str]):
         """Chooses among several equal places: the one a diff's `@@ -a` number names
@@ -494,6 +517,7 @@ class _FileBuild:
         self.whole = False
         self.applied = 0
         self.count = 0  # edits taken
+        self._old_lines: list[str] | None = None  # old's lines with their ends, split once
 
     def copy(self) -> _FileBuild:
         """An independent copy (the editor's lines and origins copied; the rest is
@@ -502,6 +526,7 @@ class _FileBuild:
         twin.ed = copy.copy(self.ed)
         twin.ed.lines = list(self.ed.lines)
         twin.ed.origin = list(self.ed.origin)
+        twin.ed.spans = list(self.ed.spans)
         twin.errors, twin.skipped = list(self.errors), list(self.skipped)
         return twin
 
@@ -541,7 +566,9 @@ class _FileBuild:
         new = ed.text()
         if new == old:
             return None, list(self.skipped)
-        hunks = make_hunks_tracked(rel, old, new, ed.origin)
+        if self._old_lines is None:
+            self._old_lines = old.splitlines(keepends=True)
+        hunks = make_hunks_tracked(rel, old, new, ed.origin, ed.spans, old_lines=self._old_lines)
         heavy = deletion_heavy(old, new, hunks) if self.whole and self.exists else None
         own_final = old.endswith("\n") if old else True
         decided = ed.final_newline if ed.final_newline != own_final else None
