@@ -47,6 +47,14 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path]]:
 
 
 @pytest.fixture(scope="module")
+def here(tree) -> DuplicateIndex:
+    """The same tree's index in this process."""
+    index = DuplicateIndex(tree[0])
+    index.build()
+    return index
+
+
+@pytest.fixture(scope="module")
 def child(tree):
     worker = SlopWorker()
     assert worker.dups_load(str(tree[0])).result(timeout=120) > 0
@@ -57,10 +65,8 @@ def child(tree):
 @settings(max_examples=25, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(st.data())
-def test_the_child_checks_as_the_index_here(tree, child, data: st.DataObject) -> None:
+def test_the_child_checks_as_the_index_here(tree, here, child, data: st.DataObject) -> None:
     root, files = tree
-    here = DuplicateIndex(root)
-    here.build()
     lines = read_text(data.draw(st.sampled_from(files), label="file")).split("\n")
     donor = read_text(data.draw(st.sampled_from(files), label="donor")).split("\n")
     written = [False] * len(lines)
@@ -163,15 +169,13 @@ def test_a_stopped_or_killed_child_costs_time_not_findings(tmp_path, tree, monke
 @settings(max_examples=15, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(st.data())
-def test_the_childs_statement_memo_answers_as_one_here(tree, child, data: st.DataObject) -> None:
+def test_the_childs_statement_memo_answers_as_one_here(tree, here, child, data: st.DataObject) -> None:
     """The answer's statement memo kept in the child (its cut, its memo, its index) ==
     the same memo here over the versions of a file an answer streams."""
     from core.statement_checks import StatementChecks
 
     root, files = tree
-    here_index = DuplicateIndex(root)
-    here_index.build()
-    here = StatementChecks(here_index.check_source)
+    memo = StatementChecks(here.check_source)
     name = f"test#{data.draw(st.integers(0, 10**9), label='memo')}"
     lines = read_text(data.draw(st.sampled_from(files), label="file")).split("\n")
     donor = read_text(data.draw(st.sampled_from(files), label="donor")).split("\n")
@@ -182,7 +186,7 @@ def test_the_childs_statement_memo_answers_as_one_here(tree, child, data: st.Dat
         added = sorted({i + 1 for i, w in enumerate(written) if w}
                        | data.draw(st.sets(st.integers(1, len(lines)), max_size=20), label="rows"))
         assert child.dups_matches(str(root), name, text, "new/edited.py", added).result(timeout=60) == \
-            here.matches(text, "new/edited.py", added)
+            memo.matches(text, "new/edited.py", added)
 
 
 def test_the_memo_is_asked_here_when_the_child_cannot_answer(tmp_path, tree, monkeypatch) -> None:
