@@ -646,11 +646,13 @@ class SparkApp(App):
         try:
             self._rebuild_needed = True
 
-            def review() -> Review | BaseException | None:
+            def review(final: bool = False) -> Review | BaseException | None:
                 """The review of the state built last; None when a newer state waits for its
-                own (superseded); a detector's error is returned, said on the UI thread."""
+                own (superseded: never the final state's, built after the answer ended: no
+                newer one can come, and a request racing the end is one it covers); a
+                detector's error is returned, said on the UI thread."""
                 try:
-                    return self.station.review(run, stale=lambda: self._rebuild_needed)
+                    return self.station.review(run, stale=None if final else lambda: self._rebuild_needed)
                 except ReviewSuperseded:
                     return None
                 except Exception as exc:  # see the docstring
@@ -695,7 +697,7 @@ class SparkApp(App):
                 # without it the side thread filled the cache under no theme, so the UI
                 # thread converted the final hunks again in the final sync.
                 side = _SIDE.submit(contextvars.copy_context().run, prepare)
-                reviewed = review()
+                reviewed = review(final=True)
                 side.result()
                 return True, reviewed
 
@@ -736,6 +738,8 @@ class SparkApp(App):
                     reviewed = Review()
                 if run is self.answer:
                     self.review = reviewed
+                    if built_final:  # built after the end: every request for this answer is
+                        self._rebuild_needed = False  # covered (one racing the end re-ran it all)
                 if built_final or (run.finished and self._diffed == (run, _coverage(run))):
                     self._final_rebuilt = run  # (the latter: built before the end, with every edit)
             if run is self.answer:

@@ -274,3 +274,41 @@ async def test_a_pass_highlighting_when_the_answer_ends_stops_and_the_final_pass
         # the earlier state's second hunk was never highlighted; the final pass's were, beside its review
         assert warmed[0][0] == 1 and all(name.startswith("rebuild-side") for _, name in warmed[1:])
         assert sum(n for n, _ in warmed[1:]) == 3 and len(run.hunks) == 3 and app._final_rebuilt is run
+
+
+async def test_the_final_review_is_not_superseded_by_a_request_racing_the_answers_end(
+        demo_root, core_url, monkeypatch):
+    """A request raised while the final state is reviewed (the final rebuild's own check can
+    race the pass that already took the end over) is one that state covers: the review
+    goes on and no pass follows (a superseded final review waited for the UI loop's next
+    turn, 130 ms behind a frame once, before the same state was built and reviewed again)."""
+    app = SparkApp(demo_root, core_url)
+    async with app.run_test(size=(120, 40)):
+        builds: list[int] = []
+        outcomes: list[str] = []
+        build, review = AnswerRun.rebuild_proposal, app.station.review
+
+        def counted_build(run: AnswerRun) -> None:
+            builds.append(len(run.edits))
+            build(run)
+
+        def racing_review(run, **kwargs):
+            if not outcomes:
+                app._rebuild_needed = True  # the request that races the end
+            try:
+                result = review(run, **kwargs)
+            except Exception as exc:
+                outcomes.append(type(exc).__name__)
+                raise
+            outcomes.append("reviewed")
+            return result
+
+        monkeypatch.setattr(AnswerRun, "rebuild_proposal", counted_build)
+        monkeypatch.setattr(app.station, "review", racing_review)
+        run = AnswerRun(app.workspace, "two edits", "spark")
+        app._show_new_answer(run)
+        run.feed(BLOCK_REPORT + BLOCK_DATES, 20)
+        run.finish("stop")
+        await asyncio.wait_for(app._rebuild_now(final=True), 20)
+        assert builds == [2] and outcomes == ["reviewed"], (builds, outcomes)
+        assert app._final_rebuilt is run and app.review is not None and not app._rebuild_needed
