@@ -221,7 +221,9 @@ class HunkView(Static):
         same_height = self._body is old_body and width > 0 and \
             head_lines == old_head.get_height(rules, width) - 1
         self._whole = None  # joined when drawn: see `content`
-        if same_height and self.is_mounted and self.content_size.width == width:
+        # (the width from the last layout: content_size asks the compositor for the region,
+        # which arranged the whole screen again when this sync had mounted hunks before it)
+        if same_height and self.is_mounted and self.outer_size.width - self.styles.gutter.width == width:
             # and only the header's lines: a new hunk changes every hunk's "i/total" while an
             # answer streams, and a whole repaint re-composed each visible hunk's ~15 lines
             # (their strips are kept: the lines under the header draw the same)
