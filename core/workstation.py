@@ -530,13 +530,11 @@ class Workstation:
             wanted = {id(job) for job in slop.values() if job is not None}
             obsolete = [jobs.pop(key) for key in [k for k, job in jobs.items() if id(job) not in wanted]]
         self._drop_slop_jobs(obsolete)
-        if run.finished:  # no newer state will come: every in-thread slop's ruff starts now
-            from core.detectors.slop import prefetch
+        if run.finished:  # no newer state will come: every in-thread slop's ruff starts now (one process)
+            from core.detectors.slop import prefetch_many
 
-            for i in todo:
-                if slop.get(i) is None:
-                    fp = proposal.files[i]
-                    prefetch(fp.path, fp.new_text, set(_added_lines(_new_ranges(fp))))
+            prefetch_many([(fp.path, fp.new_text, set(_added_lines(_new_ranges(fp))))
+                           for fp in (proposal.files[i] for i in todo if slop.get(i) is None)])
         # every file's duplicate check starts now too: a pass superseded after its first file
         # leaves them running, and what they find per statement serves the next passes (at the
         # last token most statements of every file are known: only the new ones are checked)

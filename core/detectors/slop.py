@@ -22,7 +22,13 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 
 from core import pyparse
-from core.detectors.ruff_rules import RawFinding, RuffUnavailable, ruff_binary, run_ruff
+from core.detectors.ruff_rules import (
+    RawFinding,
+    RuffUnavailable,
+    ruff_binary,
+    run_ruff,
+    run_ruff_many,
+)
 from core.detectors.slop_rules import (
     PartialModule,
     comprehension_fix,
@@ -219,6 +225,62 @@ def prefetch(path: str, text: str, added: set[int]) -> None:
     soon (nothing for other files)."""
     if _is_python(path) and added:
         ruff_started(path, ruff_text(text, added))
+
+
+def prefetch_many(files: list[tuple[str, str, set[int]]]) -> None:
+    """`prefetch` of several files' analyses, their ruff runs (those not known or running
+    yet) in ONE ruff process: an answer's end asks for one analysis per edited file, and
+    ruff's start is most of what a scoped run costs (ruff_rules.run_ruff_many)."""
+    wanted = [(path, ruff_text(text, added)) for path, text, added in files if _is_python(path) and added]
+    new: list[tuple[tuple[str, str], Future[list[RawFinding]]]] = []
+    with _RUFF_LOCK:
+        ruff_binary()  # located once, under the lock (see _ruff_findings)
+        for key in dict.fromkeys(wanted):
+            if key in _RUFF_RUNNING or key in _RUFF_CACHE:
+                continue
+            future: Future[list[RawFinding]] = Future()
+            _RUFF_RUNNING[key] = future
+            new.append((key, future))
+    if len(new) == 1:  # alone: as ruff_started runs it
+        (key, future), = new
+        _RUFF_POOL.submit(_ruff_findings, *key).add_done_callback(lambda done: _settle(key, future, done))
+    elif new:
+        _RUFF_POOL.submit(_ruff_batch, new)
+
+
+def _settle(key: tuple[str, str], future: Future[list[RawFinding]], done: Future[list[RawFinding]]) -> None:
+    """Hand a single run's outcome to the future prefetch_many registered."""
+    exc = done.exception()
+    _done(key, future, done.result() if exc is None else str(exc))
+
+
+def _ruff_batch(new: list[tuple[tuple[str, str], Future[list[RawFinding]]]]) -> None:
+    """One ruff process for these (path, text) keys; each future gets its file's findings
+    (or RuffUnavailable), remembered as _ruff_findings remembers them."""
+    try:
+        results: list[list[RawFinding] | str] = list(run_ruff_many([key for key, _ in new]))
+    except RuffUnavailable:  # a file alone failed: each one alone, its own outcome
+        results = []
+        for key, _ in new:
+            try:
+                results.append(run_ruff(*key))
+            except RuffUnavailable as exc:
+                results.append(str(exc))
+    except BaseException as exc:  # noqa: BLE001 - nobody may wait forever on these futures
+        results = [f"ruff failed to run: {exc!r}"] * len(new)
+    for (key, future), result in zip(new, results, strict=True):
+        _done(key, future, result)
+
+
+def _done(key: tuple[str, str], future: Future[list[RawFinding]], result: list[RawFinding] | str) -> None:
+    _remember(_RUFF_CACHE, key, result)
+    with _RUFF_LOCK:
+        if _RUFF_RUNNING.get(key) is future:
+            del _RUFF_RUNNING[key]
+    if isinstance(result, str):
+        future.set_exception(RuffUnavailable(result))
+    else:
+        future.set_result(result)
 
 
 def analyze_change(

@@ -41,7 +41,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.detectors.slop import SlopReport, analyze_change, prefetch
+from core.detectors.slop import SlopReport, analyze_change, prefetch_many
 from core.errors import SparkError
 
 if TYPE_CHECKING:
@@ -437,12 +437,12 @@ def serve(conn: Connection) -> None:
         if job in dropped:
             dropped.discard(job)
             continue
-        # the queued slop jobs' ruff processes run while this job's rules run (the parent
-        # keeps one job queued here while an answer streams: a newer pass drops the rest
-        # there; an ended answer's jobs all come at once, none of them dropped later)
-        for following in [msg for msg in queue if msg[1] not in dropped]:
-            if following[0] == "slop":
-                prefetch(following[2], following[3], set(following[4]))
+        # the ruff of this job and of the queued slop jobs runs while this job's rules run,
+        # in one ruff process (the parent keeps one job queued here while an answer
+        # streams: a newer pass drops the rest there; an ended answer's jobs all come at
+        # once, none of them dropped later: one process instead of one per file)
+        prefetch_many([(msg[2], msg[3], set(msg[4])) for msg in [(kind, job, *args), *queue]
+                       if msg[0] == "slop" and msg[1] not in dropped])
         if kind == "dups-load":  # seconds on a big tree: built beside the jobs, answered when done
             threading.Thread(target=_build_dups, args=(conn, send_lock, job, args[0]), daemon=True).start()
             continue
