@@ -573,7 +573,8 @@ class Workstation:
                         self._wait_for(future, gives_way)
             done = self._review_file(proposal.files[i], dup, job)
             parts[i] = done
-            if not (self.dups_ready and any(f.kind == "unchecked" for f in done.findings)):
+            if not any(f.kind == "unchecked" and ("checked for slop" in f.message or self.dups_ready)
+                       for f in done.findings):
                 self._file_reviews[keys[i]] = done  # a check that failed is asked again by the next pass
             self._review_count += 1
             self._reviewed_at[keys[i][0]] = self._review_count
@@ -610,9 +611,13 @@ class Workstation:
         """Wait for a slop job or a duplicate check, or raise ReviewSuperseded as soon as a
         newer rebuild waits (the job goes on; the next pass takes it if the file is
         unchanged, a duplicate check's statements are remembered for it)."""
+        import time
         from concurrent.futures import wait
 
-        while not wait([job], timeout=0.005).done:
+        from core.detectors.slop_worker import SLOP_CHILD_WAIT_S
+
+        until = time.monotonic() + SLOP_CHILD_WAIT_S  # then its reader decides (report_of: here)
+        while not wait([job], timeout=0.005).done and time.monotonic() < until:
             if stale():
                 raise ReviewSuperseded("a newer rebuild of the answer is waiting")
 
@@ -714,6 +719,8 @@ class Workstation:
             review.findings.append(Finding(
                 "info", "slop", f"{fp.path}:{finding.line} {finding.rule_id} {finding.message}",
                 _hunk_at(ranges, finding.line)))
+        for error in report.errors:  # e.g. ruff could not run: said, not a silent clean
+            review.findings.append(Finding("warning", "unchecked", f"{fp.path}: not fully checked for slop: {error}"))
         review.slop_score = report.score
 
     def record_review(self, review: Review) -> None:

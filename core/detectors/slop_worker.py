@@ -35,6 +35,7 @@ import itertools
 import logging
 import os
 import threading
+import weakref
 from collections import deque
 from concurrent.futures import CancelledError, Future
 from multiprocessing.connection import Connection
@@ -55,6 +56,10 @@ MAX_RESTARTS = 3  # a child that keeps dying is given up on: the work stays in-p
 # jobs sent to a child and not answered yet (the one it works on and the next, whose ruff it
 # starts meanwhile); the rest wait in the parent, where a newer pass drops them unsent
 MAX_IN_FLIGHT = 2
+# a slop job not answered by then: its child is stuck (or starved far past any load seen:
+# jobs take 5-300 ms); the child is stopped (the next job starts a new one) and the caller
+# computes the analysis itself: a review never hangs on the child, nor loses its findings
+SLOP_CHILD_WAIT_S = 10.0
 # the duplicate index's child yields the CPU to the app's UI thread: on two cores the app,
 # the slop child and it took turns, and keys waited longer during a stream (settle better)
 DUPS_NICE = 10
@@ -66,6 +71,9 @@ class SlopWorkerError(SparkError):
 
 def enabled() -> bool:
     return os.environ.get(ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+_OWNERS: weakref.WeakKeyDictionary[Future[Any], SlopWorker] = weakref.WeakKeyDictionary()  # job -> its worker
 
 
 class SlopWorker:
@@ -149,6 +157,7 @@ class SlopWorker:
                 self._connection()
                 job = next(self._ids)
                 self._pending[job] = (future, answer)
+                _OWNERS[future] = self
                 (self._later if later else self._outbox).append((job, (kind, job, *args)))
                 if final:
                     self._final.add(job)
@@ -156,6 +165,21 @@ class SlopWorker:
         except (OSError, ValueError, SlopWorkerError) as exc:
             future.set_exception(SlopWorkerError(f"slop worker unavailable: {exc}"))
         return future
+
+    def give_up(self, future: Future[Any]) -> None:
+        """`future` waited past SLOP_CHILD_WAIT_S: the child is stopped (stuck, or starved
+        far past any load seen); every job pending here fails at once (their callers
+        compute them) and the next job starts a new child."""
+        with self._lock:
+            if future.done() or not any(f is future for f, _ in self._pending.values()):
+                return
+            proc = self._proc
+        log.warning("slop worker: no answer in %.0f s: its child is stopped", SLOP_CHILD_WAIT_S)
+        if proc is not None:
+            try:
+                proc.kill()  # the reader sees the socket close and fails what is pending
+            except OSError:
+                pass
 
     def drop(self, futures: list[Future[Any]]) -> None:
         """Nobody waits for these any more (a newer version of their file came): those not
@@ -394,12 +418,18 @@ def syntax_off_thread(path: str, text: str) -> Future[list[Problem]] | None:
     return None if worker is None or not worker.started else worker.syntax(path, text)
 
 
-def report_of(future: Future[SlopReport] | None, path: str, new_text: str, added: set[int]) -> SlopReport:
-    """The worker's report, or the same analysis in this thread (no worker, or it failed).
+def report_of(future: Future[SlopReport] | None, path: str, new_text: str, added: set[int], *,
+              wait_s: float = SLOP_CHILD_WAIT_S) -> SlopReport:
+    """The worker's report, or the same analysis in this thread (no worker, it failed, or
+    it did not answer within `wait_s`: its child is then stopped, see give_up).
     Identical either way: the child runs the same `analyze_change`."""
     if future is not None:
         try:
-            return future.result()
+            return future.result(timeout=wait_s)
+        except TimeoutError:
+            owner = _OWNERS.get(future)
+            if owner is not None:
+                owner.give_up(future)
         except (SlopWorkerError, CancelledError) as exc:  # cancelled: dropped by a newer pass
             log.debug("slop in-process: %r", exc)
     return analyze_change(path, new_text, new_text, added=added)

@@ -361,3 +361,60 @@ def test_an_ended_answers_jobs_all_go_to_the_child_at_once():
         if w._proc is not None:
             os.kill(w._proc.pid, signal.SIGCONT)
         w.close()
+
+
+def test_a_stuck_child_is_stopped_and_the_caller_computes_the_report():
+    """A child that does not answer (stopped here) within the wait: the caller gets the
+    in-process report (not a clean one, not a hang), the child is stopped, and the next
+    job goes to a new child."""
+    import os
+    import signal
+
+    w = SlopWorker()
+    try:
+        w.warm()
+        stuck = w._proc
+        assert stuck is not None
+        os.kill(stuck.pid, signal.SIGSTOP)
+        added = set(range(1, 12))
+        job = w.analyze("x.py", SLOPPY, added)
+        report = report_of(job, "x.py", SLOPPY, added, wait_s=0.3)
+        assert report == analyze_change("x.py", SLOPPY, SLOPPY, added=added) and report.findings
+        assert stuck.wait(timeout=30) is not None  # stopped (killed)
+        assert _eventually(lambda: job.done())
+        again = w.analyze("x.py", SLOPPY, added).result(timeout=60)
+        assert again == report and w._proc is not stuck
+    finally:
+        w.close()
+
+
+def test_a_review_says_when_ruff_could_not_run(tmp_path, monkeypatch):
+    """ruff failing: the review carries an 'unchecked' warning for the file (not a clean
+    slop result), and it is not remembered: the next pass asks again."""
+    from core.answer import AnswerRun
+    from core.detectors import slop
+    from core.detectors.ruff_rules import RuffUnavailable
+    from core.workstation import Workstation
+
+    def broken(*_a, **_k):
+        raise RuffUnavailable("ruff exited 2: broken for the test")
+
+    monkeypatch.setenv(slop_worker.ENV, "0")
+    monkeypatch.setattr(slop, "run_ruff", broken)
+    monkeypatch.setattr(slop, "run_ruff_many", broken)
+    (tmp_path / "mod.py").write_text("def keep(x):\n    return x\n")
+    station = Workstation(tmp_path)
+    run = AnswerRun(station.workspace, "tidy", "spark")
+    run.feed("mod.py\n```python\n<<<<<<< SEARCH\ndef keep(x):\n=======\ndef keep(x):\n"
+             f"    # {random.random()}\n    y = 1\n>>>>>>> REPLACE\n```\n", 10)
+    run.finish("stop")
+    run.rebuild_proposal()
+    try:
+        found = station.review(run).findings
+        assert any(f.kind == "unchecked" and f.severity == "warning" and "broken for the test" in f.message
+                   for f in found)
+        assert not station._file_reviews
+    finally:
+        with slop._RUFF_LOCK:
+            slop._RUFF_CACHE.clear()
+            slop._REPORTS.clear()
