@@ -267,7 +267,12 @@ class HunkView(Static):
 
 class PendingBlock(Widget):
     """The block being written. Repaints in place each frame and asks for a new layout only
-    when its height changes: a layout pass costs more than the paint at 60 frames a second."""
+    when its height changes: a layout pass costs more than the paint at 60 frames a second.
+    Its height grows in steps of HEIGHT_STEP lines (blank ones below the last line written):
+    grown a line at a time, nearly every frame of a stream was a layout of the whole diff
+    (appflow, 02:05: stream frame CPU ~18 -> ~11 ms with steps)."""
+
+    HEIGHT_STEP = 8
 
     DEFAULT_CSS = """
     PendingBlock { height: auto; padding: 0 1; border-left: wide $warning; }
@@ -277,19 +282,20 @@ class PendingBlock(Widget):
         super().__init__(**kwargs)
         self.set_reactive(PendingBlock.auto_links, False)  # no links (as HunkView)
         self._content = Content("")
-        self._lines = 0
+        self._height = 0
 
     def show(self, content: Content) -> None:
         lines = content.plain.count("\n") + 1
+        height = -(-lines // self.HEIGHT_STEP) * self.HEIGHT_STEP
         self._content = content
-        self.refresh(layout=lines != self._lines)
-        self._lines = lines
+        self.refresh(layout=height != self._height)
+        self._height = height
 
     def render(self) -> Content:
         return self._content
 
     def get_content_height(self, container, viewport, width: int) -> int:
-        return self._lines
+        return self._height
 
 
 class DiffView(KeptLinesScroll, can_focus=True):
