@@ -3,6 +3,8 @@ layout) changes only when the text crosses a step of PendingBlock.HEIGHT_STEP li
 
 from __future__ import annotations
 
+import itertools
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from textual.app import App, ComposeResult
@@ -50,6 +52,6 @@ async def test_lines_all_shown_and_layouts_only_at_steps(new_lines: list[int]) -
             lines = [block.render_line(y).text for y in range(block.size.height)]
             assert [line.strip() for line in lines[:len(text)]] == text
             assert all(not line.strip() for line in lines[len(text):])
-        changes = sum(1 for a, b in zip(heights, heights[1:]) if a != b)
+        changes = sum(1 for a, b in itertools.pairwise(heights) if a != b)
         assert sum(layouts) == changes
         assert changes <= -(-max(len(text), 1) // step)
