@@ -596,7 +596,10 @@ class SparkApp(App):
         diff.set_prose(run.prose, self._prose_expanded)
         self._sync_diff()
         if run.open:
-            diff.select(run.hunks.index(run.hunk(run.open[0])))
+            # the hunk the user moved to while it streamed stays selected while it is open
+            current = diff.current_id
+            keep = current if current is not None and current in run.open else run.open[0]
+            diff.select(run.hunks.index(run.hunk(keep)))
             self._to_review()
         else:
             self._to_prompt()
