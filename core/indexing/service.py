@@ -197,6 +197,8 @@ class IndexService:
         self._local_dups: Any = None  # the thread indexer's DuplicateIndex
         self.on_growth: Callable[[int], None] | None = None  # the tree's line count, once known
         self.on_dups_ready: Callable[[], None] | None = None
+        # files recheck() found changed since the start (the watcher never saw them)
+        self.on_recheck: Callable[[list[tuple[str, str]]], None] | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> IndexService:
@@ -344,7 +346,10 @@ class IndexService:
 
         changed = tree_state(self.root).changed_since(start)
         if changed:
-            self.on_file_changes([(rel, "modified") for rel in changed])
+            changes = [(rel, "modified") for rel in changed]
+            self.on_file_changes(changes)
+            if self.on_recheck is not None:  # others that follow file events (the slop worker's index)
+                self.on_recheck(changes)
 
     def _run(self) -> None:
         from core.indexing.treestate import PendingState

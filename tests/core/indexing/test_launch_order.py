@@ -238,3 +238,21 @@ def test_the_indexer_resends_a_map_it_has_let_go(tmp_path):
         assert list(graph.files) == files and len(graph.graph.src) > 0
     assert ix.cache is not None
     ix.cache.close()
+
+
+def test_recheck_tells_on_recheck_what_changed(tmp_path):
+    """Files changed between the start's tree check and the watcher's start reach the
+    indexer and whoever else follows file events (`on_recheck`)."""
+    root = generate(tmp_path / "repo", 12, 1)
+    svc = IndexService(root, RepoMap(root), cache_path=cache_file(root, tmp_path / "cache"), in_process=True)
+    told: list[list[tuple[str, str]]] = []
+    svc.on_recheck = told.append
+    svc.start()
+    try:
+        assert svc.wait(120), svc.snapshot()
+        rel = "src/pkg0000/mod03.py"
+        (root / rel).write_text((root / rel).read_text() + "\nLATE = 1\n")
+        svc.recheck()
+        assert told == [[(rel, "modified")]]
+    finally:
+        svc.stop()
