@@ -418,3 +418,24 @@ def test_a_review_says_when_ruff_could_not_run(tmp_path, monkeypatch):
         with slop._RUFF_LOCK:
             slop._RUFF_CACHE.clear()
             slop._REPORTS.clear()
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_the_childs_syntax_answer_is_check_syntax(data):
+    """The child answers a syntax job from the slop rules' cut of the text when it has one
+    (the statements then parse): the same problems as check_syntax, on real files with
+    lines dropped or cut (syntax errors) and under other file names."""
+    from core.verify.checks import check_syntax
+
+    name, text = _real_file(data)
+    lines = text.split("\n")
+    for _ in range(data.draw(st.integers(0, 3), label="damage")):
+        at = data.draw(st.integers(0, max(0, len(lines) - 1)), label="at")
+        if data.draw(st.booleans(), label="drop"):
+            del lines[at:at + 1]
+        elif lines:
+            lines[at] = lines[at][: data.draw(st.integers(0, len(lines[at])), label="cut")]
+    text = "\n".join(lines)
+    path = data.draw(st.sampled_from([name, "x.pyi", "notes.txt", "data.json", "pkg/mod.py"]), label="path")
+    assert slop_worker._answer("syntax", [path, text]) == check_syntax(path, text)
