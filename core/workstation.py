@@ -166,6 +166,9 @@ class Workstation:
         if worker is not None:
             worker.warm()  # the first answer's review does not wait for its start
         service = attach(self)
+        # files changed between the tree's listing and the watcher's start: the indexer's
+        # recheck finds them; the slop worker's copy of the index must hear of them too
+        service.on_recheck = self._to_dups_child
         if worker is not None:
             # the indexer says thread or process once it listed the tree (~0.1 s): a tree
             # indexed in this process is indexed in the slop worker at the same time
@@ -222,8 +225,7 @@ class Workstation:
                 instruction = self._ai_instruction(path)
             if not path.endswith(".py"):
                 continue
-            if self._dups_child_loading is not None:  # its copy of the index follows
-                self._dups_child_loading.dups_events(str(self.root), [(path, kind)])
+            self._to_dups_child([(path, kind)])
             if not self.dups_ready:
                 continue
             if kind == "deleted":
@@ -231,6 +233,14 @@ class Workstation:
             else:
                 self.dups.update_file(path)
         return instruction
+
+    def _to_dups_child(self, changes: list[tuple[str, str]]) -> None:
+        """File events (path, kind) for the slop worker's copy of the duplicate index, if
+        it has one or is building it (events during its build are applied after it)."""
+        child = self._dups_child_loading
+        py = [(path, kind) for path, kind in changes if path.endswith(".py")]
+        if child is not None and py:
+            child.dups_events(str(self.root), py)
 
     def _ai_instruction(self, path: str) -> str | None:
         from core.context.prompt import ContextError
