@@ -424,13 +424,32 @@ def _statement_displays(statement: ast.stmt) -> tuple[tuple[str, int, int], ...]
     return tuple(out)
 
 
+_DISPLAY_TYPES = (ast.List, ast.Set, ast.Tuple, ast.Dict)
+
+
 def _function_displays(func: ast.AST) -> list[tuple[str, int, int]]:
+    """The function's literals in `ast.walk` order. The walk is ast.walk's (breadth
+    first, children in field order) written out: every statement of a file is summarized
+    once when a file is first cut for slop (the answer's first version of each file), and
+    ast.walk's generators made this ~80 % of the summary (12 of 15 ms per 2,500 lines)."""
     nested: set[int] = set()  # a literal's items: rows of a data table, not compared
     out = []
-    for node in ast.walk(func):
-        if isinstance(node, (ast.List, ast.Set, ast.Tuple, ast.Dict)):
-            nested.update(id(c) for c in ast.iter_child_nodes(node))
-        if id(node) in nested or not isinstance(node, ast.expr) or not _constant_display(node):
+    todo: deque[ast.AST] = deque([func])
+    ast_type, display_types = ast.AST, _DISPLAY_TYPES
+    while todo:
+        node = todo.popleft()
+        kids: list[ast.AST] = []
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, ast_type):
+                kids.append(value)
+            elif isinstance(value, list):
+                kids.extend(item for item in value if isinstance(item, ast_type))
+        todo.extend(kids)
+        if not isinstance(node, display_types):
+            continue  # (only a display can be a constant display)
+        nested.update(id(c) for c in kids)
+        if id(node) in nested or not _constant_display(node):
             continue
         # the dump's digest: what the rule compares, without keeping a big table's text
         key = hashlib.blake2b(ast.dump(node).encode(), digest_size=16).hexdigest()

@@ -315,3 +315,45 @@ def test_repeated_literals_from_summaries_on_a_class() -> None:
     found = list(slop_rules._repeated_literals_of(partial))
     assert found == list(slop_rules.repeated_literals(CLASSY, ast.parse(CLASSY)))
     assert [f.rule_id for f in found] == ["SLOP006"]  # kinds() repeats save()'s tuple (the class-level one is data)
+
+
+def _displays_by_ast_walk(func: ast.AST) -> list[tuple[str, int, int]]:
+    """The reference: SLOP006's literals of one function as ast.walk meets them."""
+    import hashlib
+
+    nested: set[int] = set()
+    out = []
+    for node in ast.walk(func):
+        if isinstance(node, (ast.List, ast.Set, ast.Tuple, ast.Dict)):
+            nested.update(id(c) for c in ast.iter_child_nodes(node))
+        if id(node) in nested or not isinstance(node, ast.expr) or not slop_rules._constant_display(node):
+            continue
+        key = hashlib.blake2b(ast.dump(node).encode(), digest_size=16).hexdigest()
+        out.append((key, node.lineno, node.end_lineno or node.lineno))  # type: ignore[attr-defined]
+    return out
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_a_functions_literals_are_those_ast_walk_meets_in_its_order(data: st.DataObject) -> None:
+    """slop_rules._function_displays walks the tree itself (for speed): the same literals,
+    in the same order, as ast.walk's walk, on every function of real files."""
+    _name, text = _real_file(data)
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return
+    for func in ast.walk(tree):
+        if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            assert slop_rules._function_displays(func) == _displays_by_ast_walk(func)
+
+
+def test_literals_at_several_depths_come_in_ast_walks_order() -> None:
+    """Constant literals at different depths and branches: an order other than
+    ast.walk's (depth first, last child first) differs here."""
+    text = ("def f(x):\n    a = [1, 2, 3, 4]\n    if x:\n        b = {1: 2, 3: 4, 5: 6, 7: 8}\n"
+            "        def g():\n            return {9, 8, 7, 6}\n    c = (5, 6, 7, 8)\n"
+            "    return [[1, 2, 3, 4], (9, 9, 9, 9)], a, b, c\n")
+    func = ast.parse(text).body[0]
+    found = slop_rules._function_displays(func)
+    assert len(found) == 4 and found == _displays_by_ast_walk(func)  # the table inside a list: not compared
