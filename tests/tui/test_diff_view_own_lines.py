@@ -14,11 +14,10 @@ import asyncio
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from textual.app import App, ComposeResult
 from textual.geometry import Region
 from textual.widget import Widget
-from textual.widgets import Input
 
+from tests.tui.diff_view_steps import Host, apply_step, segments
 from tests.tui.test_diff_incremental import FakeHunk
 from tui.widgets.diff_view import DiffView
 
@@ -36,16 +35,6 @@ steps = st.one_of(
 )
 
 
-class Host(App):
-    def compose(self) -> ComposeResult:
-        yield DiffView()
-        yield Input()
-
-
-def segments(lines) -> list[list[tuple]]:
-    return [[(seg.text, seg.style, seg.control) for seg in line] for line in lines]
-
-
 async def _run(sequence: list[tuple]) -> int:
     """Runs the steps, comparing after each; returns how many paints reused the kept lines."""
     app = Host()
@@ -53,21 +42,7 @@ async def _run(sequence: list[tuple]) -> int:
     async with app.run_test(size=(80, 30)) as pilot:
         view = app.query_one(DiffView)
         for step, arg in sequence:
-            if step == "sync":
-                view.sync(HUNKS[:arg], {})
-            elif step == "select":
-                view.select(arg)
-            elif step == "scroll":
-                view.scroll_to(y=arg, animate=False)
-            elif step == "focus":
-                (view if arg == "diff" else app.query_one(Input)).focus()
-            elif step == "resize":
-                await pilot.resize_terminal(*arg)
-            elif step == "theme":
-                app.theme = arg
-            else:
-                view.border_title = arg or None
-            await pilot.pause()
+            await apply_step(app, pilot, HUNKS, step, arg)
             kept += view._own_key == view._own_lines_key()
             width, height = view.outer_size  # the border's lines too
             for crop in (Region(0, 0, width, height), Region(2, 1, max(0, width - 5), max(0, height - 3))):

@@ -14,10 +14,9 @@ import asyncio
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from textual.app import App, ComposeResult
 from textual.geometry import Region
-from textual.widgets import Input
 
+from tests.tui.diff_view_steps import Host, apply_step, segments
 from tests.tui.test_diff_incremental import FakeHunk
 from tui.widgets.diff_view import DiffView
 from tui.widgets.kept_lines import LineScrollBar
@@ -36,16 +35,6 @@ steps = st.one_of(
 )
 
 
-class Host(App):
-    def compose(self) -> ComposeResult:
-        yield DiffView()
-        yield Input()
-
-
-def segments(lines) -> list[list[tuple]]:
-    return [[(seg.text, seg.style, seg.control) for seg in line] for line in lines]
-
-
 async def _run(sequence: list[tuple]) -> int:
     """Runs the steps, comparing the bar after each; returns how many refreshes were narrowed."""
     app = Host()
@@ -54,21 +43,7 @@ async def _run(sequence: list[tuple]) -> int:
         bar = view.vertical_scrollbar
         assert isinstance(bar, LineScrollBar)
         for step, arg in sequence:
-            if step == "sync":
-                view.sync(HUNKS[:arg], {})
-            elif step == "select":
-                view.select(arg)
-            elif step == "scroll":
-                view.scroll_to(y=arg, animate=False)
-            elif step == "resize":
-                await pilot.resize_terminal(*arg)
-            elif step == "theme":
-                app.theme = arg
-            elif step == "hover":
-                bar.mouse_over = arg
-            else:
-                (view if arg == "diff" else app.query_one(Input)).focus()
-            await pilot.pause()
+            await apply_step(app, pilot, HUNKS, step, arg)
             width, height = bar.outer_size
             if not (bar.display and width and height):
                 continue
