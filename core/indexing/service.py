@@ -539,7 +539,14 @@ class IndexService:
             kind = msg[0]
             if kind == "map":  # graph None: the one installed from the cache is current
                 _, graph, done, total, complete = msg
-                if isinstance(graph, tuple):  # ("stored", key): in the snapshot file just written
+                if isinstance(graph, tuple) and graph[0] == "oob":  # its arrays follow raw
+                    from core.indexing import wire
+
+                    try:
+                        graph = wire.recv_buffers(conn, graph[1])
+                    except (OSError, EOFError):
+                        continue  # the socket failed: the next recv says so
+                elif isinstance(graph, tuple):  # ("stored", key): in the snapshot file just written
                     graph = self._stored_map(graph[1])
                     if graph is None:
                         self._send(("resend_map",))  # the indexer sends it itself, then

@@ -12,7 +12,8 @@ build:
                     ("check", id, source, path, lines)  duplicate check of new code
                     ("resend_map",)                     the stored map could not be read
                     ("stop",)
-    indexer -> UI   ("map", MapGraph | ("stored", key) | None, done, total, complete)
+    indexer -> UI   ("map", MapGraph | ("stored", key) | ("oob", sizes) | None, done, total, complete)
+                    (after ("oob", sizes): the map's pickle and its arrays' bytes: core.indexing.wire)
                     ("dups", done, total, complete)
                     ("reply", id, matches | None, error | None)
                     ("note", text)                       e.g. why a cache was rebuilt
@@ -251,7 +252,7 @@ class Indexer:
         if graph is None and self.cache is not None and self.state is not None:
             graph = self.cache.snapshot("map", self.state.key)
         if graph is not None:
-            self.send("map", graph, len(graph.files), len(graph.files), True)
+            self._send_graph(graph, len(graph.files), len(graph.files), True)
         else:
             self.on_events([])  # reloads the scans, builds the graph and sends it
 
@@ -271,7 +272,27 @@ class Indexer:
         Pickled into the socket, a real 20,000-file tree's map (114 MB) put that much again
         in this process (and a copy in the app), on top of the scans and the graph: a first
         launch's indexer peaked at 650 MB there."""
-        self.send("map", ("stored", stored) if stored is not None else graph, done, total, True)
+        if stored is not None:
+            self.send("map", ("stored", stored), done, total, True)
+        else:
+            self._send_graph(graph, done, total, True)
+
+    def _send_graph(self, graph: MapGraph, done: int, total: int, complete: bool) -> None:
+        """A map itself to the app, its arrays out of band (`core.indexing.wire`): the app
+        unpickles only the small rest holding the GIL (a real 20k-file map: the whole
+        pickle held it 69-85 ms per saved file)."""
+        from core.indexing import wire
+
+        parts = wire.split(graph)
+        if parts is None:
+            self.send("map", graph, done, total, complete)
+            return
+        data, raws = parts
+        self.send("map", ("oob", [r.nbytes for r in raws]), done, total, complete)
+        try:
+            wire.send_buffers(self.conn, data, raws)
+        except (OSError, EOFError, BrokenPipeError):
+            self.stopped = True  # the app is gone
 
     def _vocab(self) -> RefVocab:
         if self.vocab is None:
@@ -336,7 +357,7 @@ class Indexer:
             # (none past half the tree: the whole map follows, and the last partial ones
             # cost nearly as much as it: memory and a build here, an unpickling in the app)
             if partial and now >= next_send and done >= next_count and done * 2 <= total:
-                self.send("map", build_graph(self.facts, self._vocab(), exact=True), len(self.facts), total, False)
+                self._send_graph(build_graph(self.facts, self._vocab(), exact=True), len(self.facts), total, False)
                 next_count = max(256, done * 2)
                 next_send = time.perf_counter() + PARTIAL_MAP_GAP_S
             self.serve_pending()
@@ -607,7 +628,7 @@ class Indexer:
                     self.dups.remove_file(rel)
         if map_changed:
             graph = build_graph(self.facts, self._vocab(), exact=True)
-            self.send("map", graph, len(self.facts), len(self.stamps), True)
+            self._send_graph(graph, len(self.facts), len(self.stamps), True)
             self._graph = graph
         if self.cache is not None:
             self.cache.commit()
