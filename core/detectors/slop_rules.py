@@ -384,9 +384,6 @@ class _Stmt(NamedTuple):
     last: int
     rows: tuple[int, ...]  # its multi-line strings' rows, relative to `first`
     stub: str | None  # for a def or class, the one line that binds its name the same way
-    # the literals SLOP006 reads in its function code, in the rule's order: (digest of the
-    # dump, line, end)
-    displays: tuple[tuple[str, int, int], ...]
 
 
 _Summary = tuple[_Stmt, ...]
@@ -403,8 +400,29 @@ def _summary(module: ast.Module) -> _Summary:
             stub = f"class {node.name}: ..."
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             stub = f"{'async ' if isinstance(node, ast.AsyncFunctionDef) else ''}def {node.name}(): ..."
-        out.append(_Stmt(first, last, rows, stub, _statement_displays(node)))
+        out.append(_Stmt(first, last, rows, stub))
     return tuple(out)
+
+
+_SEG_DISPLAYS: OrderedDict[str, tuple[tuple[tuple[str, int, int], ...], ...]] = OrderedDict()
+_SEG_DISPLAYS_SIZE = 16_384
+
+
+def _segment_displays(seg: pyparse.Segment) -> tuple[tuple[tuple[str, int, int], ...], ...]:
+    """Per top-level statement of a segment, the literals SLOP006 reads in its function
+    code, in the rule's order: (digest of the dump, line, end), lines relative to the
+    segment (its text parsed alone, as its summary was). Asked only when an added line
+    holds such a literal (most edits hold none), so a file's first cut for slop does not
+    walk every function for them (2/3 of the summary's cost); remembered by the text."""
+    with _RULE_LOCK:
+        known = _SEG_DISPLAYS.get(seg.text)
+    if known is None:
+        known = tuple(_statement_displays(node) for node in pyparse.parse(seg.text).body)
+        with _RULE_LOCK:
+            _SEG_DISPLAYS[seg.text] = known
+            while len(_SEG_DISPLAYS) > _SEG_DISPLAYS_SIZE:
+                _SEG_DISPLAYS.popitem(last=False)
+    return known
 
 
 def _statement_displays(statement: ast.stmt) -> tuple[tuple[str, int, int], ...]:
@@ -461,8 +479,8 @@ def _repeated_literals_of(tree: PartialModule) -> Iterator[RawFinding]:
     """`repeated_literals` of the whole file, from its segments' summaries."""
     first_seen: dict[str, int] = {}
     for seg in tree.segments:
-        for stmt in seg.summary:
-            for key, line, end in stmt.displays:
+        for displays in _segment_displays(seg):
+            for key, line, end in displays:
                 row, end_row = seg.first + line - 1, seg.first + end - 1
                 if key not in first_seen:
                     first_seen[key] = row
@@ -861,7 +879,7 @@ def _literals_in(text: str, tree: ast.Module, scope: Scope) -> Iterable[RawFindi
             i = bisect.bisect_left(rows, seg.first)
             if i < len(rows) and rows[i] <= seg.last and any(
                     scope.touches(seg.first + a - 1, seg.first + b - 1)
-                    for stmt in seg.summary for _key, a, b in stmt.displays):
+                    for displays in _segment_displays(seg) for _key, a, b in displays):
                 return list(_repeated_literals_of(tree))
         return []
     lines = scope.lines(text)

@@ -357,3 +357,23 @@ def test_literals_at_several_depths_come_in_ast_walks_order() -> None:
     func = ast.parse(text).body[0]
     found = slop_rules._function_displays(func)
     assert len(found) == 4 and found == _displays_by_ast_walk(func)  # the table inside a list: not compared
+
+
+def test_literals_of_statements_no_edit_touches_are_read_only_when_an_edit_holds_one() -> None:
+    """SLOP006's literals are read per segment on demand: an edit holding none reads those
+    of the edited statements only; one holding a literal reads the file's (and finds the
+    repeat of an earlier one)."""
+    table = "    codes = [1, 2, 3, 4]\n"
+    funcs = [f"def f{i}(x):\n{table}    return x in codes\n\n\n" for i in range(30)]
+    text = "".join(funcs) + "def g(x):\n    return x + 1\n"
+    g_line = text.count("\n")  # `return x + 1`
+    with slop_rules._RULE_LOCK:
+        slop_rules._SEG_DISPLAYS.clear()
+    plain = slop._analyze("m.py", text, {g_line}, scoped=True)
+    assert not [f for f in plain.findings if f.rule_id == "SLOP006"]
+    assert len(slop_rules._SEG_DISPLAYS) <= 2  # g's segment (and no other)
+    again = text + f"\n\ndef h(x):\n{table}    return x\n"
+    h_line = again.count("\n") - 1  # the table in h
+    found = slop._analyze("m.py", again, {h_line}, scoped=True)
+    assert [f.line for f in found.findings if f.rule_id == "SLOP006"] == [h_line]
+    assert found.findings == slop._analyze("m.py", again, {h_line}, scoped=False).findings
