@@ -70,6 +70,7 @@ _ALLOWED = {
     ("core.context.tags", "FileTags"),
     ("core.context.repomap", "MapGraph"),
     ("core.context.repomap", "PackedStrings"),
+    ("core.context.repomap", "IdentIndex"),
     ("core.context.rank", "Graph"),
     ("core.detectors.normalize", "FunctionUnit"),
     ("builtins", "frozenset"),
