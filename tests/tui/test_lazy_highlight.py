@@ -126,12 +126,12 @@ async def _lazy(hunks: list[FakeHunk], contexts: dict) -> None:
         for hunk in far:  # laid out, never painted: measured on plain text, not highlighted
             hunk_view = views[hunk.id]
             assert hunk_view._body_strips._body is None or hunk not in plain, hunk.id
-            assert hunk_view.size.height == eager[hunk.id].get_height(hunk_view.styles, hunk_view.content_size.width)
+            assert hunk_view.size.height == eager[hunk.id].get_height(hunk_view.styles, hunk_view.content_size.width)  # type: ignore[arg-type]
         for hunk in [hunks[0], *far]:  # each scrolled to: drawn as the eager whole draws
             view.select(hunks.index(hunk))
             await pilot.pause()
             hunk_view = views[hunk.id]
-            assert hunk_view.size.height == eager[hunk.id].get_height(hunk_view.styles, hunk_view.content_size.width)
+            assert hunk_view.size.height == eager[hunk.id].get_height(hunk_view.styles, hunk_view.content_size.width)  # type: ignore[arg-type]
             for width in (hunk_view.content_size.width, 23):
                 assert _strips(hunk_view, hunk_view.visual, width) == _strips(hunk_view, eager[hunk.id], width)
         assert all(views[h.id]._body_strips._body is not None for h in far)  # painted now
