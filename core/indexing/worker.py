@@ -170,9 +170,35 @@ class Indexer:
             else:
                 self.send("reply", req, matches, None)
         elif kind == "events":
-            self.on_events(msg[1])
+            events = list(msg[1])
+            later = self._take_queued_events(events)
+            if not self.stopped:
+                self.on_events(events)
+            for other in later:
+                self.handle(other)
         elif kind == "resend_map":  # the app could not read the stored map back
             self.resend_map()
+
+    def _take_queued_events(self, events: list[tuple[str, str]]) -> list[tuple]:
+        """Add to `events` those of every "events" message already waiting (never blocks),
+        so they cost one map build and one map sent: on a real 20,000-file tree each build
+        takes the child 3-5 s, and the app sends one message per saved file, so five
+        files written at once were five builds (~20 s of a core) and five maps for the
+        app to receive. The other messages waiting, in their order, are returned to be
+        handled after (a stop at once)."""
+        later: list[tuple] = []
+        try:
+            while not self.stopped and self.conn.poll(0):
+                msg = self.conn.recv()
+                if msg[0] == "events":
+                    events.extend(msg[1])
+                elif msg[0] == "stop":
+                    self.stopped = True
+                else:
+                    later.append(msg)
+        except (OSError, EOFError):
+            self.stopped = True
+        return later
 
     # -- the whole run -------------------------------------------------------------------
     def run(self) -> None:

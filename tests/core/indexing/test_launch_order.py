@@ -270,3 +270,57 @@ def test_recheck_tells_on_recheck_what_changed(tmp_path):
         assert told == [[(rel, "modified")]]
     finally:
         svc.stop()
+
+
+def test_events_waiting_together_cost_one_map(tmp_path):
+    """"events" messages already waiting when one is handled go into the same rescan: one
+    map built and sent, equal to a fresh build of the tree; a duplicate check waiting among
+    them is answered after it, in order."""
+    from core.context.repomap import build_graph
+    from core.indexing import worker
+    from core.indexing.treestate import tree_state
+
+    root = generate(tmp_path / "repo", 20, 1)
+    sent: list[tuple] = []
+    queue: list[tuple] = []
+
+    class Conn:
+        def send(self, msg: tuple) -> None:
+            sent.append(msg)
+
+        def send_bytes(self, data: bytes) -> None:
+            sent.append(("bytes", bytes(data)))
+
+        def poll(self, timeout: float = 0) -> bool:
+            return bool(queue)
+
+        def recv(self) -> tuple:
+            return queue.pop(0)
+
+    ix = worker.Indexer(root, Conn(), tree_state(root), use_cache=False)  # type: ignore[arg-type]
+    ix.await_cache()
+    ix.build_map()
+    files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.py"))
+    changed = files[:3]
+    for n, rel in enumerate(changed):
+        (root / rel).write_text((root / rel).read_text() + f"\n\ndef added_{n}(x):\n    return x\n")
+    (root / files[3]).unlink()
+    queue += [("events", [(changed[1], "modified")]), ("check", 7, "def f():\n    return 1\n", None, None),
+              ("events", [(changed[2], "modified"), (files[3], "deleted")])]
+    sent.clear()
+    ix.handle(("events", [(changed[0], "modified")]))
+    assert not queue
+    maps = [m for m in sent if m[0] == "map"]
+    assert len(maps) == 1
+    kinds = [m[0] for m in sent if m[0] != "bytes"]
+    assert kinds.index("map") < kinds.index("reply")
+    assert ix._graph is not None
+    fresh = worker.Indexer(root, Conn(), tree_state(root), use_cache=False)  # type: ignore[arg-type]
+    fresh.await_cache()
+    fresh.stamps = worker.map_stamps(root, fresh.files)
+    fresh._scan_all_tags(partial=False)
+    want = build_graph(fresh.facts, fresh._vocab(), exact=True)
+    assert list(ix._graph.files) == list(want.files)
+    assert dict(ix._graph.ident_index.items()) == dict(want.ident_index.items())
+    assert {f"added_{n}" for n in range(3)} <= set(ix._graph.ident_index)
+    assert (ix._graph.graph.src == want.graph.src).all() and (ix._graph.graph.dst == want.graph.dst).all()
