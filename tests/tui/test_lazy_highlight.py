@@ -148,3 +148,17 @@ def test_a_hunk_highlighted_at_its_first_paint_draws_what_the_eager_one_drew():
     hunks[-1].new_lines = AWKWARD[2:6]  # wide characters, trailing blanks far from the current hunk
     hunks[-2].new_lines = AWKWARD[:2]  # tabs: measured on the highlighted lines
     asyncio.run(_lazy(hunks, contexts))
+
+
+def test_hunks_below_the_current_one_and_new_ones_are_highlighted_ahead():
+    """A held j paints one hunk after another: those from just above the current hunk to the
+    last, and hunks the view does not hold yet (they may land anywhere), are highlighted in
+    the thread; only known hunks above the current one wait for their first paint."""
+    hunks = [FakeHunk(f"h{i}", "pkg/a.py", 10 + 30 * i, [f"    x = {i}\n"], [f"    y = {i}\n"]) for i in range(20)]
+    contexts = {h.id: ([], []) for h in hunks}
+    diff_render._CONTENT.clear()
+    diff_render.set_view_window(frozenset(h.id for h in hunks[10:15]), frozenset(h.id for h in hunks[:18]),
+                                frozenset(h.id for h in hunks[10:18]))
+    diff_render.warm_bodies(hunks, contexts, 0)
+    highlighted = {i for i, h in enumerate(hunks) if (body_key(h, ([], [])), None) in diff_render._CONTENT}
+    assert highlighted == set(range(10, 20))

@@ -166,14 +166,16 @@ def warm_bodies(hunks: list, contexts: dict[str, tuple[list[str], list[str]]], w
     of CPU for 47 hunks, ~30 of it after the last token, the GIL the UI thread waits for)
     for the ~3-5 on screen; any other is highlighted at its first paint (HunkView)."""
     near, known = _WINDOW
+    ahead = _AHEAD
     for hunk in hunks:
         key = body_key(hunk, contexts.get(hunk.id, ([], [])))
         measure = measure_content(key)
         if width > 0:
             measure.get_height({}, width)
-        if hunk.id in near or (hunk.id not in known and len(known) < _EARLY):
+        early = hunk.id not in known and len(known) < _EARLY
+        if hunk.id in near or early or hunk.id in ahead or hunk.id not in known:
             content = body_content(key)
-            if width > 0:
+            if width > 0 and (hunk.id in near or early):
                 _prerender(key, content, width)
 
 
@@ -188,6 +190,11 @@ _TEMPLATE: tuple[int, Style, tuple] | None = None
 # hunk rendered took ~130 ms of CPU at the answer's end beside its review, for 47 hunks of
 # which ~3 are on screen (the GIL the UI thread waits for: py-spy, streamgil 02:02).
 _WINDOW: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())  # (near, known)
+# Highlighted (not rendered): the hunks from just above the current one to the last, where
+# j takes the user (a held j paints one new hunk per press: highlighted there, on the UI
+# thread, it cost the stream's keys more than it saved: bench many_edits A/B, lazyhl 03:16),
+# and hunks the view does not hold yet; the ones above are highlighted at their first paint.
+_AHEAD: frozenset[str] = frozenset()
 _EARLY = 8
 _STRIPS: OrderedDict[tuple, tuple[tuple, list[Strip]]] = OrderedDict()
 _HEAD_LINES = 1  # a hunk's header lines above its body (a reason adds one: not pre-rendered)
@@ -200,10 +207,11 @@ def set_strip_template(width: int, style: Style, rules: tuple) -> None:
     _TEMPLATE = (width, style, rules)
 
 
-def set_view_window(near: frozenset[str], known: frozenset[str]) -> None:
-    """The hunks around the diff view's current one, and all it holds (by id)."""
-    global _WINDOW
-    _WINDOW = (near, known)
+def set_view_window(near: frozenset[str], known: frozenset[str], ahead: frozenset[str] = frozenset()) -> None:
+    """The hunks around the diff view's current one, all it holds, and those from just
+    above the current one to the last (by id)."""
+    global _WINDOW, _AHEAD
+    _WINDOW, _AHEAD = (near, known), ahead
 
 
 def _app_theme() -> str | None:

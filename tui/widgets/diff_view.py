@@ -486,4 +486,4 @@ class DiffView(KeptLinesScroll, can_focus=True):
         # the hunks that j/k bring into view next: their lines are rendered beside the
         # highlighting (warm_bodies), not at their first paint on this thread
         self._near = frozenset(self._order[max(0, self.current - 2):self.current + 10])
-        set_view_window(self._near, frozenset(self._views))
+        set_view_window(self._near, frozenset(self._views), frozenset(self._order[max(0, self.current - 2):]))
