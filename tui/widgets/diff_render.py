@@ -152,30 +152,22 @@ _cached_body = lru_cache(maxsize=1024)(hunk_body)
 
 
 def warm_bodies(hunks: list, contexts: dict[str, tuple[list[str], list[str]]], width: int = 0) -> None:
-    """Measure every hunk's lines, and highlight and render those likely painted next, now:
-    the app calls it from the rebuild's worker thread (asyncio.to_thread: the app's context,
-    so the same theme), so the UI thread's sync only assembles headers (40 new hunks took
-    the UI thread 200-400 ms under load). `contexts` as DiffView.sync gets them.
-
-    With the width the hunks' lines are drawn at (HunkView.body_width), each one's wrapped
-    height is measured on its plain lines (measure_content; a HunkView is laid out at that
-    height: the layout pass after a sync measured each new hunk by wrapping all its lines,
-    2-4 ms each, on the UI thread). Only the hunks near the view's current one (or new ones
-    while the view holds only a few) are highlighted, converted and rendered as the view
-    draws them (_prerender): highlighting and converting every hunk took ~2 ms each (92 ms
-    of CPU for 47 hunks, ~30 of it after the last token, the GIL the UI thread waits for)
-    for the ~3-5 on screen; any other is highlighted at its first paint (HunkView)."""
+    """Highlight and convert the hunks' lines into the cache now: the app calls it from the
+    rebuild's worker thread (asyncio.to_thread: the app's context, so the same theme), so
+    the UI thread's sync only assembles headers (40 new hunks took the UI thread 200-400 ms
+    under load). `contexts` as DiffView.sync gets them. With the width the hunks' lines are
+    drawn at (HunkView.body_width), their wrapped height is measured here too: the layout
+    pass after a sync measured each new hunk by wrapping all its lines (2-4 ms each, on the
+    UI thread); the content keeps the height for that width (default text rules, as a
+    HunkView has). The lines of hunks near the view's current one (or new ones while the
+    view holds only a few) are rendered as the view draws them (_prerender)."""
     near, known = _WINDOW
-    ahead = _AHEAD
     for hunk in hunks:
         key = body_key(hunk, contexts.get(hunk.id, ([], [])))
-        measure = measure_content(key)
+        content = body_content(key)
         if width > 0:
-            measure.get_height({}, width)
-        early = hunk.id not in known and len(known) < _EARLY
-        if hunk.id in near or early or hunk.id in ahead or hunk.id not in known:
-            content = body_content(key)
-            if width > 0 and (hunk.id in near or early):
+            content.get_height({}, width)
+            if hunk.id in near or (hunk.id not in known and len(known) < _EARLY):
                 _prerender(key, content, width)
 
 
@@ -190,11 +182,6 @@ _TEMPLATE: tuple[int, Style, tuple] | None = None
 # hunk rendered took ~130 ms of CPU at the answer's end beside its review, for 47 hunks of
 # which ~3 are on screen (the GIL the UI thread waits for: py-spy, streamgil 02:02).
 _WINDOW: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())  # (near, known)
-# Highlighted (not rendered): the hunks from just above the current one to the last, where
-# j takes the user (a held j paints one new hunk per press: highlighted there, on the UI
-# thread, it cost the stream's keys more than it saved: bench many_edits A/B, lazyhl 03:16),
-# and hunks the view does not hold yet; the ones above are highlighted at their first paint.
-_AHEAD: frozenset[str] = frozenset()
 _EARLY = 8
 _STRIPS: OrderedDict[tuple, tuple[tuple, list[Strip]]] = OrderedDict()
 _HEAD_LINES = 1  # a hunk's header lines above its body (a reason adds one: not pre-rendered)
@@ -207,11 +194,10 @@ def set_strip_template(width: int, style: Style, rules: tuple) -> None:
     _TEMPLATE = (width, style, rules)
 
 
-def set_view_window(near: frozenset[str], known: frozenset[str], ahead: frozenset[str] = frozenset()) -> None:
-    """The hunks around the diff view's current one, all it holds, and those from just
-    above the current one to the last (by id)."""
-    global _WINDOW, _AHEAD
-    _WINDOW, _AHEAD = (near, known), ahead
+def set_view_window(near: frozenset[str], known: frozenset[str]) -> None:
+    """The hunks around the diff view's current one, and all it holds (by id)."""
+    global _WINDOW
+    _WINDOW = (near, known)
 
 
 def _app_theme() -> str | None:
@@ -279,60 +265,6 @@ def cached_body(key: tuple) -> Text:
 
 _CONTENT: OrderedDict[tuple, Content] = OrderedDict()
 _CONTENT_LOCK = threading.Lock()
-
-
-def _plain_lines(lines: tuple[str, ...]) -> list[str] | None:
-    """highlight_lines(path, lines)'s text, line by line, without highlighting; None where it
-    could differ: a character that is not printable (a tab the lexer expands, a carriage
-    return or form feed it turns into a line break, a byte-order mark it drops)."""
-    bare = [line.rstrip("\n") for line in lines]
-    if not all(line.isprintable() for line in bare):
-        return None
-    if not bare:
-        return []
-    parts = "\n".join(bare).rstrip().split("\n")  # the highlighted text is rstripped as a whole
-    parts.extend("" for _ in range(len(bare) - len(parts)))
-    return parts[: len(bare)]
-
-
-def plain_body(key: tuple) -> str | None:
-    """cached_body(key).plain without highlighting (hunk_body's gutters and lines; the
-    property test holds them equal on real files' lines), None where they could differ."""
-    _path, old_start, old_lines, new_lines, before, after = key
-    out: list[str] = []
-    groups = ((before, old_start - len(before), "  "), (old_lines, old_start, "- "), (new_lines, None, "+ "),
-              (after, old_start + len(old_lines), "  "))
-    for lines, start, mark in groups:
-        plain = _plain_lines(lines)
-        if plain is None:
-            return None
-        for index, line in enumerate(plain):
-            number = "" if start is None else str(start + index)
-            out.append(f"{number:>5} {mark}{line}\n")
-    return "".join(out)
-
-
-_MEASURE: OrderedDict[tuple, Content] = OrderedDict()
-
-
-def measure_content(key: tuple) -> Content:
-    """What a hunk's lines are measured on (their wrapped height at a width): their plain
-    text, which wraps as the highlighted content does (the same text: styles never change
-    the wrap) and costs ~0.2 ms to make instead of ~2 ms; the highlighted content itself
-    where the plain text could differ (plain_body). Kept per key (no theme: no styles)."""
-    with _CONTENT_LOCK:
-        hit = _MEASURE.get(key)
-    if hit is not None:
-        return hit
-    plain = plain_body(key)
-    if plain is None:
-        return body_content(key)
-    hit = Content(plain)
-    with _CONTENT_LOCK:
-        _MEASURE[key] = hit
-        while len(_MEASURE) > 1024:
-            _MEASURE.popitem(last=False)
-    return hit
 
 
 def body_content(key: tuple) -> Content:

@@ -32,7 +32,6 @@ from tui.widgets.diff_render import (
     body_content,
     body_key,
     hunk_head,
-    measure_content,
     pending_content,
     rendered_body,
     set_strip_template,
@@ -82,19 +81,11 @@ class BodyStrips:
     colours opaque, every span's opaque and with a background other than the two bases
     (property-tested against rendering; otherwise the body is rendered)."""
 
-    def __init__(self, body: Content | None, lines: tuple | None = None) -> None:
-        self._body = body  # None: highlighted when first asked for (body_content(lines))
+    def __init__(self, body: Content, lines: tuple | None = None) -> None:
+        self.body = body
         self.strips: dict[tuple, list[Strip]] = {}
         self._opaque: bool | None = None  # _spans_opaque(body), asked once
         self._lines = lines  # body_key of the body: its strips may be rendered in a thread
-
-    @property
-    def body(self) -> Content:
-        """The highlighted lines: made at the first paint of a hunk whose lines the rebuild's
-        thread did not highlight (warm_bodies does only the hunks near the current one)."""
-        if self._body is None:
-            self._body = body_content(self._lines) if self._lines is not None else Content("")
-        return self._body
 
     def get(self, key: tuple, style: Style, render) -> list[Strip]:
         """The strips for `key` (style at key[1]), from the cache, those the rebuild's thread
@@ -198,10 +189,10 @@ class HunkView(Static):
         self.hunk_id = hunk_id
         self._key: tuple | None = None
         self._body_key: tuple | None = None
-        self._measure = Content("")  # what the lines' height is measured on (measure_content)
+        self._body = Content("")
         self._head = Content("")
         self._whole: Content | None = Content("")  # head + body, joined when first asked for
-        self._body_strips = BodyStrips(Content(""))  # the highlighted lines and HunkVisual's strips of them
+        self._body_strips = BodyStrips(self._body)  # HunkVisual's strips of the body
         self._laid_width = 0  # the width the last layout measured this hunk at
 
     def show(self, hunk, state: str, index: int, total: int, badges: str,
@@ -211,12 +202,12 @@ class HunkView(Static):
         if key == self._key:  # repaint only what changed
             return
         self._key = key
-        old_head, old_lines = self._head, self._body_key
+        old_head, old_body = self._head, self._body
         lines = body_key(hunk, context)
-        if lines != self._body_key:  # the lines: measured on their plain text here, highlighted
-            self._body_key = lines  # (cached) and converted at the first paint (BodyStrips.body)
-            self._measure = measure_content(lines)
-            self._body_strips = BodyStrips(None, lines)
+        if lines != self._body_key:  # the lines: highlighted (cached) and converted once
+            self._body_key = lines
+            self._body = body_content(lines)
+            self._body_strips = BodyStrips(self._body, lines)
         # the header changes far more often (its number as hunks arrive, its state, its
         # badges): only it is converted again; the same content as render_hunk's Text
         self._head = Content.from_rich_text(hunk_head(hunk, state, index, total, badges, reason))
@@ -227,7 +218,7 @@ class HunkView(Static):
         width = self._laid_width
         rules: Any = self.styles  # as get_content_height measures
         head_lines = self._head.get_height(rules, width) - 1 if width > 0 else 0  # less its newline
-        same_height = self._body_key is old_lines and width > 0 and \
+        same_height = self._body is old_body and width > 0 and \
             head_lines == old_head.get_height(rules, width) - 1
         self._whole = None  # joined when drawn: see `content`
         # (the width from the last layout: content_size asks the compositor for the region,
@@ -246,7 +237,7 @@ class HunkView(Static):
         joined when asked for: joining copies the lines' hundreds of spans, and the review's
         badges change the header of every hunk at once (~0.3 ms each, on the UI thread)."""
         if self._whole is None:
-            self._whole = self._head + self._body_strips.body
+            self._whole = self._head + self._body
         return self._whole
 
     @content.setter
@@ -255,7 +246,7 @@ class HunkView(Static):
 
     @property
     def visual(self) -> HunkVisual:
-        return HunkVisual(self._head, self._body_strips.body, self._body_strips, self.has_class("-current"))
+        return HunkVisual(self._head, self._body, self._body_strips, self.has_class("-current"))
 
     def render(self) -> HunkVisual:
         return self.visual
@@ -265,15 +256,13 @@ class HunkView(Static):
         pass after a header change re-measured every changed hunk by wrapping all its lines
         (most of the UI thread's time after an answer's last token). The lines' height is
         remembered by their shared content; the head ends in a newline, so the whole is
-        the sum less one line (property-tested against the whole content's height). The
-        lines are measured on their plain text (measure_content: the same wrap), so a hunk
-        is laid out before its lines are highlighted."""
+        the sum less one line (property-tested against the whole content's height)."""
         if not width:
             return 0
         HunkView.body_width = width  # the rebuild's thread measures new hunks at it (warm_bodies)
         self._laid_width = width
         rules: Any = self.styles  # what Widget.get_content_height passes to a visual
-        return self._head.get_height(rules, width) + self._measure.get_height(rules, width) - 1
+        return self._head.get_height(rules, width) + self._body.get_height(rules, width) - 1
 
 
 class PendingBlock(Widget):
@@ -486,4 +475,4 @@ class DiffView(KeptLinesScroll, can_focus=True):
         # the hunks that j/k bring into view next: their lines are rendered beside the
         # highlighting (warm_bodies), not at their first paint on this thread
         self._near = frozenset(self._order[max(0, self.current - 2):self.current + 10])
-        set_view_window(self._near, frozenset(self._views), frozenset(self._order[max(0, self.current - 2):]))
+        set_view_window(self._near, frozenset(self._views))
