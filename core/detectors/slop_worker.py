@@ -480,10 +480,7 @@ def serve(conn: Connection) -> None:
             reply: tuple = ("ok", job, _answer(kind, args))
         except Exception as exc:  # noqa: BLE001 - one bad file must not end the worker
             reply = ("error", job, f"{type(exc).__name__}: {exc}")
-        try:
-            with send_lock:
-                conn.send(reply)
-        except (OSError, ValueError):
+        if not _reply(conn, send_lock, reply):
             return
 
 
@@ -551,11 +548,18 @@ def _build_dups(conn: Connection, send_lock: threading.Lock, job: int, root: str
         with _DUPS_LOCK:
             _DUPS_BUILDING.pop(root, None)
         reply = ("error", job, f"{type(exc).__name__}: {exc}")
+    _reply(conn, send_lock, reply)
+
+
+def _reply(conn: Connection, send_lock: threading.Lock, reply: tuple) -> bool:
+    """Send one reply to the parent (the job loop and the index builder share the socket);
+    False when the parent is gone."""
     try:
         with send_lock:
             conn.send(reply)
     except (OSError, ValueError):
-        pass
+        return False
+    return True
 
 
 def _apply_events(index: Any, events: list[tuple[str, str]]) -> None:

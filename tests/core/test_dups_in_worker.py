@@ -25,9 +25,8 @@ from core.detectors import slop_worker
 from core.detectors.duplicates import DuplicateIndex
 from core.detectors.slop_worker import SlopWorker, SlopWorkerError
 from tests.core.detectors.real_code import (
-    SITE_PACKAGES,
     read_text,
-    real_python_files,
+    sample_modules,
     splice_donor_lines,
 )
 
@@ -37,7 +36,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::S
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path]]:
     """24 real modules copied into a tree (the files checked below are copies of them)."""
-    files = real_python_files((SITE_PACKAGES,), 3_000, 25_000)[::97][:24]
+    files = sample_modules()
     if not files:
         pytest.skip("no site-packages Python files to test on")
     root = tmp_path_factory.mktemp("tree")

@@ -17,6 +17,7 @@ from tests.core.detectors.real_code import (
     SITE_PACKAGES,
     read_text,
     real_python_files,
+    sample_modules,
     splice_donor_lines,
 )
 
@@ -27,7 +28,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::S
 def indexed(tmp_path_factory: pytest.TempPathFactory) -> tuple[DuplicateIndex, list[Path]]:
     """An index of 24 real modules: the files checked below are copies of them, so their
     functions have exact twins (and near misses once edited)."""
-    files = real_python_files((SITE_PACKAGES,), 3_000, 25_000)[::97][:24]
+    files = sample_modules()
     if not files:
         pytest.skip("no site-packages Python files to test on")
     root = tmp_path_factory.mktemp("tree")

@@ -28,6 +28,12 @@ def real_python_files(roots: tuple[Path, ...], min_bytes: int, max_bytes: int) -
     return files
 
 
+def sample_modules() -> list[Path]:
+    """24 real site-packages modules of 3-25 kB, spread over the sorted list: the trees the
+    duplicate-check properties index (their functions get exact twins once copied)."""
+    return real_python_files((SITE_PACKAGES,), 3_000, 25_000)[::97][:24]
+
+
 @lru_cache(maxsize=512)
 def read_text(path: Path) -> str:
     """A file's text, undecodable bytes replaced (site-packages holds a few latin-1 files)."""
