@@ -139,6 +139,9 @@ class SparkApp(App):
         self._pending_redirects: list[str] = []
         self._own_writes: dict[str, float] = {}  # path -> when we wrote it (the watcher sees it too)
         self._check_warned: dict[str, list[str]] = {}  # request id -> problems the user was warned of
+        # a decision key pressed between the last token and the final review: (the answer,
+        # accept, everything, reason, the hunk selected then), applied once that review is in
+        self._queued_decision: tuple[AnswerRun, bool, bool, str | None, str | None] | None = None
         # verify before accept (issue 15): checks and the project's tests on the answer shown;
         # its worker only raises a flag, the frame timer redraws the panel
         self.verify = VerifySession(self.workspace, fast_profiles=self.station.fast_profiles,
@@ -607,6 +610,23 @@ class SparkApp(App):
         self.settled = True
         self._verify_dirty = True  # the answer is fully shown: the fix loop may go on
         self._wake_paint()
+        self._apply_queued_decision(run)
+
+    def _apply_queued_decision(self, run: AnswerRun) -> None:
+        """The decision key pressed while the final review ran, now on its findings: on the
+        hunk selected when it was pressed, if that hunk is still open (else it is dropped and
+        said), or on every hunk for A/R."""
+        queued, self._queued_decision = self._queued_decision, None
+        if queued is None or queued[0] is not run:
+            return
+        _, accept, everything, reason, target = queued
+        if not everything:
+            if target is None or target not in run.open:
+                self.notify("the hunk your key was for changed at the answer's end: decide again",
+                            severity="warning")
+                return
+            self.query_one(DiffView).select(run.hunks.index(run.hunk(target)))
+        self._decide(accept, everything, reason)
 
     @on(DiffView.TypeAhead)
     def _type_ahead(self, message: DiffView.TypeAhead) -> None:
@@ -843,12 +863,16 @@ class SparkApp(App):
     # -- decisions ---------------------------------------------------------------------------
     def _decide(self, accept: bool, everything: bool = False, reason: str | None = None) -> None:
         run = self.answer
-        # (`settled`: its final review is in; the accept policy reads its findings: between
-        # the last token and the final review, the hunks drawn were decided on an earlier
-        # state's findings, or none for the hunks of the last blocks)
-        if run is None or not run.finished or not self.settled or not run.hunks or run.applied:
+        if run is None or not run.finished or not run.hunks or run.applied:
             return
         diff = self.query_one(DiffView)
+        if not self.settled:
+            # between the last token and the final review the hunks drawn carry an earlier
+            # state's findings (or none for the last blocks), which the accept policy reads:
+            # the key is kept and applied when that review is in (~0.1-0.3 s), not lost
+            self._queued_decision = (run, accept, everything, reason, diff.current_id)
+            self.query_one(StatusBar).note = "checking the answer's end: your key applies when it is in"
+            return
         if everything:
             targets = run.undecided if accept else run.open  # A leaves refused hunks to r
         else:

@@ -20,6 +20,7 @@ from collections import OrderedDict
 from core.answer import AnswerRun
 from tui import app as app_module
 from tui.app import SparkApp
+from tui.widgets.diff_view import DiffView
 
 BLOCK_REPORT = (
     "invoicer/report.py\n```python\n<<<<<<< SEARCH\n"
@@ -149,7 +150,8 @@ async def test_the_final_hunks_are_highlighted_off_the_ui_thread_for_the_theme_d
 async def test_decisions_wait_for_the_final_review(demo_root, core_url, monkeypatch):
     """Between the last token and the final review the screen shows hunks (those drawn while
     the answer streamed) whose findings are an earlier state's, or none: a key decides
-    nothing until the answer is fully shown."""
+    nothing until the answer is fully shown, and is not lost: it applies then, to the hunk
+    selected when it was pressed."""
     # the dwell guard off: a key right after the draw is what is under test, not reading speed
     app = SparkApp(demo_root, core_url, guards={"guards": {"dwell_lines_per_second": 0}})
     async with app.run_test(size=(120, 40)):
@@ -171,14 +173,38 @@ async def test_decisions_wait_for_the_final_review(demo_root, core_url, monkeypa
         run.finish("stop")
         final = asyncio.create_task(app._rebuild_now(final=True))
         assert await asyncio.to_thread(started.wait, 10), "the final review did not start"
+        diff = app.query_one(DiffView)
+        diff.select(1)
+        pressed_on = diff.current_id
         app.action_accept()  # as the key does
         assert run.undecided == [h.id for h in run.hunks] and not app.settled
         release.set()
         await asyncio.wait_for(final, 20)
         app._after_stream(run)
         assert app.settled and app._final_rebuilt is run
-        app.action_accept()
-        assert len(run.undecided) == 1
+        assert run.undecided == [h.id for h in run.hunks if h.id != pressed_on], "applied, to its hunk"
+
+
+async def test_a_queued_decision_for_a_hunk_gone_at_the_end_is_dropped_and_said(demo_root, core_url):
+    """The key pressed before the final review names a hunk the final state no longer has
+    open: nothing is decided (not another hunk), and the user is told to decide again."""
+    app = SparkApp(demo_root, core_url, guards={"guards": {"dwell_lines_per_second": 0}})
+    async with app.run_test(size=(120, 40)):
+        run = AnswerRun(app.workspace, "two edits", "spark")
+        app._show_new_answer(run)
+        run.feed(BLOCK_REPORT + BLOCK_DATES, 20)
+        await app._rebuild_now()
+        run.finish("stop")
+        app.action_reject()  # before the final review: queued
+        assert app._queued_decision is not None and not app.settled
+        gone = app._queued_decision[4]
+        run.decide(gone, accept=False)  # no longer open when the review is in
+        said: list[str] = []
+        app.notify = lambda message, **kwargs: said.append(message)  # type: ignore[method-assign]
+        app._after_stream(run)
+        assert app._queued_decision is None
+        assert [h.id for h in run.hunks if h.id != gone] == run.undecided
+        assert any("decide again" in message for message in said)
 
 
 async def test_a_review_the_answers_end_supersedes_hands_over_to_the_final_pass_in_its_thread(
