@@ -351,15 +351,16 @@ class SlopPool:
         self._turns = itertools.count()
 
     def analyze(self, path: str, new_text: str, added: set[int], *, final: bool = False) -> Future[SlopReport]:
-        start = next(self._turns) % len(self.workers)
-        order = self.workers[start:] + self.workers[:start]  # ties go round
-        worker = min(order, key=lambda w: w.pending())
-        return worker.analyze(path, new_text, added, final=final)
+        return self._least_busy().analyze(path, new_text, added, final=final)
 
     def syntax(self, path: str, text: str) -> Future[list[Problem]]:
+        return self._least_busy().syntax(path, text)
+
+    def _least_busy(self) -> SlopWorker:
+        """The slop worker with the fewest jobs pending; ties go round."""
         start = next(self._turns) % len(self.workers)
         order = self.workers[start:] + self.workers[:start]
-        return min(order, key=lambda w: w.pending()).syntax(path, text)
+        return min(order, key=lambda w: w.pending())
 
     def drop(self, futures: list[Future[Any]]) -> None:
         for worker in (*self.workers, self.dups):
