@@ -199,18 +199,29 @@ class Workstation:
         """`self.dups.check_source`, answered by the slop worker's copy of the index when
         it has one (the same index, built from the same files), else here. A child that
         died, failed or did not answer within CHILD_CHECK_WAIT_S: checked here."""
-        child = self._dups_child
-        if child is not None and child[0].pid == child[1]:
+        worker = self._live_dups_child()
+        if worker is not None:
             rows = None if lines is None else sorted(set(lines))
-            found = _child_answer(child[0], child[0].dups_check(str(self.root), source, path, rows))
+            found = _child_answer(worker, worker.dups_check(str(self.root), source, path, rows))
             if found is not None:
                 return found
-        elif child is not None and child[0].pid is not None:  # a new child: it builds its own
+        return self.dups.check_source(source, path, lines=lines)
+
+    def _live_dups_child(self) -> SlopWorker | None:
+        """The slop worker whose child holds this tree's index, or None (the caller checks
+        here). A child started anew since it built the index has none: it builds its own."""
+        child = self._dups_child
+        if child is None:
+            return None
+        worker, pid = child
+        if worker.pid == pid:
+            return worker
+        if worker.pid is not None:
             with self._slop_lock:
                 if self._dups_child is child:
                     self._dups_child = None
-                    self._dups_to_child(child[0])
-        return self.dups.check_source(source, path, lines=lines)
+                    self._dups_to_child(worker)
+        return None
 
     def on_file_changes(self, changes: list[tuple[str, str]]) -> str | None:
         """Keep the indexes current from watcher events (path, kind).
@@ -667,9 +678,9 @@ class Workstation:
         """`memo.matches(text, path, added)`, computed by the slop worker's twin of the memo
         when it has the index (the file's cut and the memo's work then hold no GIL here),
         else here."""
-        child = self._dups_child
-        if child is not None and child[0].pid == child[1]:
-            found = _child_answer(child[0], child[0].dups_matches(str(self.root), memo.name, text, path, added))
+        worker = self._live_dups_child()
+        if worker is not None:
+            found = _child_answer(worker, worker.dups_matches(str(self.root), memo.name, text, path, added))
             if found is not None:
                 return found
         return memo.matches(text, path, added)
