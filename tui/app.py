@@ -128,7 +128,6 @@ class SparkApp(App):
         self._stream = None
         self._dirty = False
         self._rebuild_needed = False
-        self._rebuilding = False
         self._rebuild_over = asyncio.Event()  # set whenever no rebuild runs (waiters wake at once)
         self._rebuild_over.set()
         self._rebuilding_run: AnswerRun | None = None  # the answer the rebuild in flight is for
@@ -664,7 +663,7 @@ class SparkApp(App):
         if waited and run is self.answer and self._rebuilding_run is run and not self._rebuild_needed and \
                 (not final or self._final_rebuilt is run):
             return
-        self._rebuilding, self._rebuilding_run = True, run
+        self._rebuilding_run = run
         self._rebuild_over.clear()
         try:
             self._rebuild_needed = True
@@ -770,8 +769,12 @@ class SparkApp(App):
                     await asyncio.to_thread(self.station.record_hunks_shown, run)  # disk, off the UI thread
                 self._sync_diff()
         finally:
-            self._rebuilding = False
             self._rebuild_over.set()
+
+    @property
+    def _rebuilding(self) -> bool:
+        """A rebuild pass runs (its loop in _rebuild_now)."""
+        return not self._rebuild_over.is_set()
 
     def _sync_diff(self) -> None:
         """Draw each hunk's state as the answer holds it, and the counts on the status bar."""
