@@ -23,10 +23,8 @@ def _answer(names: list[str]) -> str:
     return "I will change two modules.\n\n" + "\n".join(blocks)
 
 
-@pytest.mark.parametrize("finished, reviewed", [(False, 1), (True, 0)])
-def test_a_superseded_pass_gives_way_before_its_first_file_only_once_the_answer_finished(
-        tmp_path, monkeypatch, finished, reviewed):
-    monkeypatch.setenv(slop_worker.ENV, "0")
+def _streaming(tmp_path) -> tuple[Workstation, AnswerRun]:
+    """Two modules and an answer editing both, fed but not finished."""
     names = ["alpha", "beta"]
     (tmp_path / "pkg").mkdir()
     for name in names:
@@ -34,6 +32,14 @@ def test_a_superseded_pass_gives_way_before_its_first_file_only_once_the_answer_
     station = Workstation(tmp_path)
     run = AnswerRun(station.workspace, "change", "spark")
     run.feed(_answer(names), 60)
+    return station, run
+
+
+@pytest.mark.parametrize("finished, reviewed", [(False, 1), (True, 0)])
+def test_a_superseded_pass_gives_way_before_its_first_file_only_once_the_answer_finished(
+        tmp_path, monkeypatch, finished, reviewed):
+    monkeypatch.setenv(slop_worker.ENV, "0")
+    station, run = _streaming(tmp_path)
     if finished:
         run.finish("stop")
     run.rebuild_proposal()
@@ -56,13 +62,7 @@ def test_a_pass_waiting_for_its_first_file_gives_way_when_the_answer_ends_meanwh
     never: Future = Future()  # the worker never answers
     monkeypatch.setattr(slop_worker, "analyze_change_off_thread", lambda *a, **k: never)
     monkeypatch.setattr(workstation.Workstation, "_drop_slop_jobs", staticmethod(lambda jobs: None))
-    names = ["alpha", "beta"]
-    (tmp_path / "pkg").mkdir()
-    for name in names:
-        (tmp_path / "pkg" / f"{name}.py").write_text(SOURCE.format(name=name))
-    station = Workstation(tmp_path)
-    run = AnswerRun(station.workspace, "change", "spark")
-    run.feed(_answer(names), 60)
+    station, run = _streaming(tmp_path)
     run.rebuild_proposal()
     newer = threading.Event()
     outcome: list[BaseException | None] = []
