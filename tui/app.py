@@ -13,13 +13,11 @@ the status bar, the footer's keys and the focused area change together.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import functools
 import gc
 import inspect
 import logging
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -34,6 +32,7 @@ from textual.worker import Worker, WorkerState
 
 from core.answer import AnswerRun, HunkState, remedy_for
 from core.loop import Finished, Progress, Started, Steered, stream_answer
+from core.rebuild_schedule import QueuedDecision, RebuildSchedule, RebuildWork, Refused
 from core.review import Review, Verdict
 from core.verify.fixloop import FixRun
 from core.verify.session import VerifySession
@@ -50,6 +49,8 @@ from tui.widgets.status import StatusBar
 from tui.widgets.verify_panel import VerifyPanel
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from textual.timer import Timer
 
     from core.client import CoreClient
@@ -60,14 +61,7 @@ _clock = time.monotonic  # (the paint's clock: a test sets it)
 log = logging.getLogger(__name__)
 
 
-_SIDE = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rebuild-side")  # see _rebuild_now
 _WARM_SLICE = 4  # hunks highlighted between looks at whether the answer ended (~2 ms each)
-
-
-def _coverage(run: AnswerRun) -> tuple[int, int]:
-    """What a rebuild of the answer is a function of, as counts (both lists only grow): its
-    completed edits and its parse errors (the end of the stream may add either)."""
-    return len(run.edits), len(run.parse_errors)
 
 
 class SparkApp(App):
@@ -127,20 +121,19 @@ class SparkApp(App):
         self.last_prompt = ""
         self._stream = None
         self._dirty = False
-        self._rebuild_needed = False
-        self._rebuild_over = asyncio.Event()  # set whenever no rebuild runs (waiters wake at once)
-        self._rebuild_over.set()
-        self._rebuilding_run: AnswerRun | None = None  # the answer the rebuild in flight is for
-        self._final_rebuilt: AnswerRun | None = None  # its last pass was built after it finished
-        self._diffed: tuple[AnswerRun, tuple[int, int]] | None = None  # the last pass's answer, _coverage
+        # when the answer's diff is rebuilt, drawn and reviewed, and decisions held until its
+        # final review (core/rebuild_schedule.py); the work is the app's callables below
+        self._schedule: RebuildSchedule[AnswerRun, Review] = RebuildSchedule(RebuildWork(
+            current=lambda: self.answer, build=lambda run: run.rebuild_proposal(), prepare=self._warm_hunks,
+            record=lambda run: self.station.record_hunks_shown(run),
+            unrecorded=lambda run: self.station.hunks_unrecorded(run), review=self._review_state,
+            reviewed=self._reviewed, draw=lambda run: self._sync_diff(),
+            verify=lambda run: self.verify.proposal_changed(run)))
         self._stop_watch = asyncio.Event()
         self._offered: tuple[str, list[str]] | None = None
         self._pending_redirects: list[str] = []
         self._own_writes: dict[str, float] = {}  # path -> when we wrote it (the watcher sees it too)
         self._check_warned: dict[str, list[str]] = {}  # request id -> problems the user was warned of
-        # a decision key pressed between the last token and the final review: (the answer,
-        # accept, everything, reason, the hunk selected then), applied once that review is in
-        self._queued_decision: tuple[AnswerRun, bool, bool, str | None, str | None] | None = None
         # verify before accept (issue 15): checks and the project's tests on the answer shown;
         # its worker only raises a flag, the frame timer redraws the panel
         self.verify = VerifySession(self.workspace, fast_profiles=self.station.fast_profiles,
@@ -156,7 +149,7 @@ class SparkApp(App):
         self._undo_note: Text | None = None  # what the last undo restored / could not, kept on screen
         self._last_notes: Text | None = None
         self._theme_ready = False  # the start-up theme is not a user's choice to remember
-        self.settled = True  # False from a prompt until its answer is fully shown (tests wait on it)
+        self.settled = True  # (the schedule's: see the property)
         register_themes(self)
         self.theme = theme or DEFAULT_THEME
         if keymap:
@@ -606,34 +599,30 @@ class SparkApp(App):
         else:
             self._to_prompt()
         self._update_session_status()
-        self.settled = True
+        held = self._schedule.settle(run, run.open)  # settled: the answer is fully shown
         self._verify_dirty = True  # the answer is fully shown: the fix loop may go on
         self._wake_paint()
-        self._apply_queued_decision(run)
+        self._apply_held_decision(run, held)
 
-    def _apply_queued_decision(self, run: AnswerRun) -> None:
+    def _apply_held_decision(self, run: AnswerRun, held: QueuedDecision | Refused | None) -> None:
         """The decision key pressed while the final review ran, now on its findings: on the
         hunk selected when it was pressed, if that hunk is still open (else it is dropped and
         said), or on every hunk for A/R."""
-        queued, self._queued_decision = self._queued_decision, None
-        if queued is None or queued[0] is not run:
+        if isinstance(held, Refused):
+            self.notify(held.message, severity="warning")
             return
-        _, accept, everything, reason, target = queued
-        if not everything:
-            if target is None or target not in run.open:
-                self.notify("the hunk your key was for changed at the answer's end: decide again",
-                            severity="warning")
-                return
-            self.query_one(DiffView).select(run.hunks.index(run.hunk(target)))
-        self._decide(accept, everything, reason)
+        if held is None:
+            return
+        if not held.everything and held.target is not None:
+            self.query_one(DiffView).select(run.hunks.index(run.hunk(held.target)))
+        self._decide(held.accept, held.everything, held.reason)
 
     @on(DiffView.TypeAhead)
     def _type_ahead(self, message: DiffView.TypeAhead) -> None:
         self._to_prompt(message.character)
 
     def _request_rebuild(self) -> None:
-        self._rebuild_needed = True
-        if not self._rebuilding:
+        if self._schedule.request():
             self._rebuild_worker()
 
     @work(group="rebuild", exit_on_error=False)
@@ -641,140 +630,64 @@ class SparkApp(App):
         await self._rebuild_now()
 
     async def _rebuild_now(self, *, final: bool = False) -> None:
-        """Re-diff and review the completed edits off the UI loop; coalesces requests.
+        """Re-diff, draw and review the completed edits off the UI loop (the schedule's `run`:
+        requests coalesce; `final` returns once the final state is reviewed and drawn)."""
+        await self._schedule.run(final=final)
 
-        A request that waited for the rebuild in flight returns when that one covered it:
-        nothing asked for since, and for the answer's `final` rebuild, that one was built
-        after the answer finished (all its edits, verified as final, reviewed and drawn).
-        A detector that raises costs the review of this answer, not the app."""
-        run = self.answer
-        if run is None:
-            return
-        waited = self._rebuilding
-        # (a pass built after the end read the final coverage: `finish` sets `finished` last)
-        if final and waited and self._rebuilding_run is run and self._diffed != (run, _coverage(run)):
-            # the pass in flight diffed the answer before its end, without its last edits: its
-            # review is of a state nobody will see (it took 250-400 ms after the last token).
-            # It gives way at its next file (`stale`), and its loop diffs, reviews and draws
-            # the final state. (A pass that diffed every edit is the final state: it goes on.)
-            self._rebuild_needed = True
-        while self._rebuilding:  # (a poll each frame added up to 8 ms to the answer's end)
-            await self._rebuild_over.wait()
-        if waited and run is self.answer and self._rebuilding_run is run and not self._rebuild_needed and \
-                (not final or self._final_rebuilt is run):
-            return
-        self._rebuilding_run = run
-        self._rebuild_over.clear()
+    def _review_state(self, run: AnswerRun, stale: Callable[[], bool] | None) -> Review | None:
+        """The rebuild's review (its thread): None when a newer state asked to supersede it."""
         try:
-            self._rebuild_needed = True
+            return self.station.review(run, stale=stale)
+        except ReviewSuperseded:
+            return None
 
-            def review(final: bool = False) -> Review | BaseException | None:
-                """The review of the state built last; None when a newer state waits for its
-                own (superseded: never the final state's, built after the answer ended: no
-                newer one can come, and a request racing the end is one it covers); a
-                detector's error is returned, said on the UI thread."""
-                try:
-                    return self.station.review(run, stale=None if final else lambda: self._rebuild_needed)
-                except ReviewSuperseded:
-                    return None
-                except Exception as exc:  # see the docstring
-                    log.exception("review failed")
-                    return exc
+    def _reviewed(self, run: AnswerRun, reviewed: Review | BaseException) -> None:
+        """A rebuild's review is in (a detector's error costs the review, not the app)."""
+        if isinstance(reviewed, BaseException):
+            self.notify(f"review failed: {type(reviewed).__name__}: {reviewed}", severity="warning")
+            reviewed = Review()
+        if run is self.answer:
+            self.review = reviewed
 
-            def prepare(final: bool = True) -> None:
-                """Record (the final state) and highlight the hunks off the UI thread, before
-                the sync that draws them; a pass of an earlier state stops at the answer's end."""
-                if run is not self.answer:
-                    return
-                if final:  # the finished answer's hunks: recorded here, off the UI thread,
-                    self.station.record_hunks_shown(run)  # before any redraw shows them
-                hunks, contexts, width = run.hunks, run.hunk_context(), HunkView.body_width
-                for at in range(0, len(hunks), _WARM_SLICE):
-                    if not final and run.finished:  # the answer ended: the final pass (next, in
-                        return  # this thread) highlights what it draws (40 hunks took 100 ms)
-                    warm_bodies(hunks[at:at + _WARM_SLICE], contexts, width)
+    def _warm_hunks(self, run: AnswerRun, final: bool, ended: Callable[[], bool]) -> None:
+        """Highlight the answer's hunks off the UI thread before the draw, a few at a time,
+        stopping when `ended()` says (an earlier state's, once the answer has ended)."""
+        hunks, contexts, width = run.hunks, run.hunk_context(), HunkView.body_width
+        for at in range(0, len(hunks), _WARM_SLICE):
+            if ended():
+                return
+            warm_bodies(hunks[at:at + _WARM_SLICE], contexts, width)
 
-            def rebuild() -> tuple[bool, Review | BaseException | None]:
-                """Diff the answer; (True, its review) for the final state, else (False, None)
-                with the earlier state highlighted, to be drawn and then reviewed."""
-                finished = run.finished  # read first: then every edit is in this build
-                diffed = self._diffed = (run, _coverage(run))  # read before: the build has these at least
-                run.rebuild_proposal()
-                if not finished:
-                    if not run.finished:
-                        prepare(final=False)  # (stops early if the answer ends meanwhile)
-                    if not run.finished:
-                        return False, None
-                    # the last token came while this pass diffed or highlighted
-                    if diffed != (run, _coverage(run)):  # without the last edits: the final pass
-                        return final_now()  # at once, here (this pass's highlighting and record
-                        # took 80-110 ms, for hunks the final pass draws anyway)
-                    # with every edit (`finish` sets `finished` last): the final state
-                # The final state is reviewed in this same thread call (a hop back to the UI
-                # thread to draw its hunks first, and another to start the review, cost
-                # 50-120 ms after the last token); its record and highlighting meanwhile on
-                # the side thread, beside the review, which mostly waits for the duplicate
-                # checks and the slop worker. The side thread runs in this thread's context
-                # (the app's, as to_thread gives it): highlighting is kept per theme, and
-                # without it the side thread filled the cache under no theme, so the UI
-                # thread converted the final hunks again in the final sync.
-                side = _SIDE.submit(contextvars.copy_context().run, prepare)
-                reviewed = review(final=True)
-                side.result()
-                return True, reviewed
-
-            def final_now() -> tuple[bool, Review | BaseException | None]:
-                """The final pass, in this thread: the answer ended while the pass in this
-                thread diffed or reviewed an earlier state (a hop through the UI loop to start
-                it waited for the frame in progress there: 20-80 ms after the last token)."""
-                self._rebuild_needed = False  # (the final rebuild's request: this is it)
-                self._final_rebuilt = None
-                return rebuild()
-
-            def review_or_final() -> tuple[bool, Review | BaseException | None]:
-                """The review of the state built last, or the final pass when the answer's end
-                superseded it."""
-                reviewed = review()
-                if reviewed is None and run.finished and self._rebuild_needed:
-                    return final_now()
-                return False, reviewed
-
-            while self._rebuild_needed:
-                self._rebuild_needed = False
-                self._final_rebuilt = None
-                built_final, reviewed = await asyncio.to_thread(rebuild)
-                if not built_final:  # the final one is verified once shown (_finish_answer): after the end
-                    if run.finished and self._rebuild_needed:
-                        continue  # diffed before the end; the final state waits: neither drawn
-                        # nor reviewed (a review's set-up, its checks and slop jobs, took
-                        # 100-160 ms before it gave way, and its checks queued before the final's)
-                    if not run.finished:  # nothing else is (a pass diffed before it would go
-                        self.verify.proposal_changed(run)  # to the verifier as final)
-                    if run is self.answer:  # the hunks as matched now (new ones mounted, the rest
-                        self._sync_diff()  # kept): on screen before their review, which may take long
-                    built_final, reviewed = await asyncio.to_thread(review_or_final)
-                if reviewed is None:
-                    continue  # a newer state waits (_rebuild_needed is set): review that one
-                if isinstance(reviewed, BaseException):
-                    self.notify(f"review failed: {type(reviewed).__name__}: {reviewed}", severity="warning")
-                    reviewed = Review()
-                if run is self.answer:
-                    self.review = reviewed
-                    if built_final:  # built after the end: every request for this answer is
-                        self._rebuild_needed = False  # covered (one racing the end re-ran it all)
-                if built_final or (run.finished and self._diffed == (run, _coverage(run))):
-                    self._final_rebuilt = run  # (the latter: built before the end, with every edit)
-            if run is self.answer:
-                if self.station.hunks_unrecorded(run):  # (the rebuild's thread recorded them)
-                    await asyncio.to_thread(self.station.record_hunks_shown, run)  # disk, off the UI thread
-                self._sync_diff()
-        finally:
-            self._rebuild_over.set()
-
+    # (what the schedule holds, as tests/tui/test_rebuild_schedule.py reads and sets it)
     @property
     def _rebuilding(self) -> bool:
-        """A rebuild pass runs (its loop in _rebuild_now)."""
-        return not self._rebuild_over.is_set()
+        """A rebuild pass runs."""
+        return self._schedule.running
+
+    @property
+    def _rebuild_needed(self) -> bool:
+        return self._schedule.needed
+
+    @_rebuild_needed.setter
+    def _rebuild_needed(self, needed: bool) -> None:
+        self._schedule.needed = needed
+
+    @property
+    def _final_rebuilt(self) -> AnswerRun | None:
+        return self._schedule.final_built
+
+    @property
+    def _queued_decision(self) -> QueuedDecision | None:
+        return self._schedule.queued
+
+    @property
+    def settled(self) -> bool:
+        """False from a prompt until its answer is fully shown (tests wait on it)."""
+        return self._schedule.settled
+
+    @settled.setter
+    def settled(self, settled: bool) -> None:
+        self._schedule.settled = settled
 
     def _sync_diff(self) -> None:
         """Draw each hunk's state as the answer holds it, and the counts on the status bar."""
@@ -869,11 +782,10 @@ class SparkApp(App):
         if run is None or not run.finished or not run.hunks or run.applied:
             return
         diff = self.query_one(DiffView)
-        if not self.settled:
+        if self._schedule.hold(run, accept, everything, reason, diff.current_id):
             # between the last token and the final review the hunks drawn carry an earlier
             # state's findings (or none for the last blocks), which the accept policy reads:
             # the key is kept and applied when that review is in (~0.1-0.3 s), not lost
-            self._queued_decision = (run, accept, everything, reason, diff.current_id)
             self.query_one(StatusBar).note = "checking the answer's end: your key applies when it is in"
             return
         if everything:
