@@ -127,13 +127,18 @@ async def test_the_final_hunks_are_highlighted_off_the_ui_thread_for_the_theme_d
     from tui.widgets import diff_render
 
     converted: list[str] = []
-    cached_body = diff_render.cached_body
+    cached_body, content_of = diff_render.cached_body, diff_render._content_of
 
     def counted(key):
         converted.append(threading.current_thread().name)
         return cached_body(key)
 
+    def counted_tokens(text, spans):  # (the lexer's tokens made into content: body_content's way)
+        converted.append(threading.current_thread().name)
+        return content_of(text, spans)
+
     monkeypatch.setattr(diff_render, "cached_body", counted)
+    monkeypatch.setattr(diff_render, "_content_of", counted_tokens)
     monkeypatch.setattr(diff_render, "_CONTENT", OrderedDict())  # nothing converted yet (other tests)
     app = SparkApp(demo_root, core_url)
     async with app.run_test(size=(120, 40)) as pilot:

@@ -10,10 +10,12 @@ from typing import Any
 from pygments.lexer import Lexer
 from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
+from rich.control import strip_control_codes
+from rich.style import Style as RichStyle
 from rich.syntax import Syntax, SyntaxTheme
 from rich.text import Text
 from textual._context import active_app
-from textual.content import Content
+from textual.content import Content, Span
 from textual.strip import Strip
 from textual.style import Style
 from textual.visual import RenderOptions
@@ -266,6 +268,144 @@ def cached_body(key: tuple) -> Text:
 _CONTENT: OrderedDict[tuple, Content] = OrderedDict()
 _CONTENT_LOCK = threading.Lock()
 
+# -- a hunk's body as Content, straight from the lexer's tokens --------------------------------
+# hunk_body builds a Rich Text (a Syntax per run of lines, split into a Text per line, each
+# stylized and appended: every span copied three times), which Content.from_rich_text then
+# converts span by span (a Style made for each, "dim" parsed again for every gutter): ~2 ms
+# per hunk in the rebuild's thread, under the GIL the UI thread waits for while an answer
+# streams (py-spy, 3 streams: warm_bodies 191 of the thread's 241 samples, 120 of them this).
+# _body_spans makes the same text and the same spans, in the same order, from the same
+# tokens (tests/tui/test_body_spans.py: equal to Content.from_rich_text(hunk_body(...))).
+
+_Spans = list[tuple[int, int, Any]]
+_BASE: dict[tuple[str, str], Any] = {}
+
+
+@lru_cache(maxsize=2048)
+def _token_lines(lexer: Lexer, lexer_name: str, lines: tuple[str, ...], theme: str) -> list[tuple[str, _Spans, Any]]:
+    """highlight_lines(path, lines, theme) as (text, spans, style) per line: what each of its
+    Texts holds (Syntax.highlight's tokens, rstrip, split on newlines, padded). Kept per
+    run of lines (never changed by callers): a hunk's key changes with its context while its
+    removed and added lines, lexed again each time, stay."""
+    if not lines:
+        return []
+    base = _BASE.get((lexer_name, theme))
+    if base is None:
+        base = _BASE[(lexer_name, theme)] = _syntax("", lexer_name, theme)._get_base_style()
+    style_for = _theme(theme).get_style_for_token
+    pieces: list[str] = []
+    spans: _Spans = []
+    offset = 0
+    for token_type, token in lexer.get_tokens("\n".join(line.rstrip("\n") for line in lines)):
+        token = strip_control_codes(token)  # Text.append_tokens
+        pieces.append(token)
+        style = style_for(token_type)
+        if style:
+            spans.append((offset, offset + len(token), style))
+        offset += len(token)
+    plain = "".join(pieces)
+    stripped = plain.rstrip()  # Text.rstrip: spans from the end on dropped, the last cut
+    if len(stripped) < len(plain):
+        cut = len(stripped)
+        spans = [span if span[1] < cut else (span[0], min(cut, span[1]), span[2]) for span in spans if span[0] < cut]
+        plain = stripped
+    out: list[tuple[str, _Spans, Any]]
+    if "\n" not in plain:  # Text.split copies the one line whole (empty spans too)
+        out = [(plain, spans, base)]
+    else:  # Text.divide: each span's non-empty part on each line it covers, in span order
+        texts = plain.split("\n")
+        starts = []
+        at = 0
+        for text in texts:
+            starts.append(at)
+            at += len(text) + 1
+        out = [(text, [], base) for text in texts]
+        line = 0
+        for start, end, style in spans:
+            if end <= start:
+                continue
+            while starts[line] + len(texts[line]) <= start and line + 1 < len(texts) and \
+                    starts[line + 1] <= start:
+                line += 1
+            at_line = line
+            while at_line < len(texts) and starts[at_line] < end:
+                left = starts[at_line]
+                lo, hi = max(start, left) - left, min(end, left + len(texts[at_line])) - left
+                if hi > lo:
+                    out[at_line][1].append((lo, hi, style))
+                at_line += 1
+    while len(out) < len(lines):
+        out.append(("", [], None))
+    return out[:len(lines)]
+
+
+def _body_spans(key: tuple) -> tuple[str, _Spans] | None:
+    """hunk_body(*key)'s text and spans (Rich styles or style strings), or None where its
+    lexer is not one pygments has (the Syntax path then decides the fallback)."""
+    path, old_start, old_lines, new_lines, before, after = key
+    lexer_name = _lexer_for(path)
+    lexer = _lexer(lexer_name)
+    if not isinstance(lexer, Lexer):
+        return None
+    theme = "monokai"
+    pieces: list[str] = []
+    spans: _Spans = []
+    at = 0
+
+    def add(lines: tuple[str, ...], first: int, prefix: str, bg: str) -> None:
+        """context_lines (no prefix) or diff_lines' half for `prefix`, appended."""
+        nonlocal at
+        line_extra = bg or "dim"
+        gutter_style = f"dim {bg}" if bg else "dim"
+        for index, (text, line_spans, line_style) in enumerate(
+                _token_lines(lexer, lexer_name, lines, theme)):
+            number = "" if prefix == "+" else str(first + index)
+            gutter = f"{number:>5} {prefix or ' '} "
+            pieces.append(gutter)
+            spans.append((at, at + len(gutter), gutter_style))
+            at += len(gutter)
+            if line_style:
+                spans.append((at, at + len(text), line_style))
+            spans.extend((start + at, end + at, style) for start, end, style in line_spans)
+            if text:  # line.stylize(...): nothing on an empty line
+                spans.append((at, at + len(text), line_extra))
+            pieces.append(text)
+            pieces.append("\n")
+            at += len(text) + 1
+
+    add(before, old_start - len(before), "", "")
+    add(old_lines, old_start, "-", DEL_BG)
+    add(new_lines, old_start, "+", ADD_BG)
+    add(after, old_start + len(old_lines), "", "")
+    return "".join(pieces), spans
+
+
+_STYLES: dict[tuple, Style] = {}  # (Rich style or string, its parser, ANSI theme) -> Style
+
+
+def _content_of(text: str, spans: _Spans) -> Content:
+    """Content.from_rich_text(Text(text, spans=spans)), each distinct style converted once."""
+    try:
+        app = active_app.get()
+    except LookupError:
+        get_style: Any = RichStyle.parse
+        ansi_theme = None
+    else:
+        get_style = app.console.get_style
+        ansi_theme = app.ansi_theme if spans else None
+    owner = getattr(get_style, "__self__", None)
+    made = []
+    for start, end, style in spans:
+        entry = (style, owner, ansi_theme)
+        converted = _STYLES.get(entry)
+        if converted is None:
+            rich_style = get_style(style) if isinstance(style, str) else style
+            converted = _STYLES[entry] = Style.from_rich_style(rich_style, ansi_theme)
+            if len(_STYLES) > 4096:
+                _STYLES.clear()
+        made.append(Span(start, end, converted))
+    return Content(text, made)
+
 
 def body_content(key: tuple) -> Content:
     """cached_body(key) as the Textual content a Static draws (what Static.update would
@@ -279,7 +419,8 @@ def body_content(key: tuple) -> Content:
     with _CONTENT_LOCK:
         hit = _CONTENT.get(entry)
     if hit is None:
-        hit = Content.from_rich_text(cached_body(key))
+        made = _body_spans(key)
+        hit = Content.from_rich_text(cached_body(key)) if made is None else _content_of(*made)
         _ = hit.cell_length  # measured once here (the header + lines sum reads it)
         with _CONTENT_LOCK:
             _CONTENT[entry] = hit

@@ -1,0 +1,95 @@
+"""A hunk's body made straight from the lexer's tokens is the content the Rich path makes.
+
+body_content used to convert hunk_body's Rich Text (a Syntax per run of lines, split into a
+Text per line, each stylized and appended) with Content.from_rich_text: ~2 ms per hunk in
+the rebuild's thread, under the GIL the UI thread waits for while an answer streams.
+diff_render._body_spans makes the text and spans from the same tokens. The property: for
+any hunk of real lines of this project (Python, Markdown, TOML, JSON) or awkward ones (tabs,
+carriage returns, form feeds, control characters, wide and combining characters, trailing
+blanks, empty lines), any line numbers, outside an app and in a running app's theme, the
+content is Content.from_rich_text(hunk_body(...)): the same text and the same spans, in the
+same order (so it draws the same, and the restyle and pre-render tests see no change).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from textual.app import App
+from textual.content import Content
+
+from tui.widgets import diff_render
+
+ROOT = Path(__file__).resolve().parents[2]
+FILES = sorted(
+    [p for p in (ROOT / "core").rglob("*.py") if p.stat().st_size < 60_000][:40]
+    + [p for p in (ROOT / "tui" / "widgets").glob("*.py")][:6]
+    + list((ROOT / "docs").glob("*.md"))[:3]
+    + [p for p in (ROOT / "pyproject.toml", ROOT / "Makefile") if p.exists()]
+    + list((ROOT / "core").rglob("*.json"))[:2])
+AWKWARD = ["\tindented = 1\n", "x = 1   \n", "   \n", "\n", "", "a\rb = 2\n", "page\x0cbreak\n",
+           "bell\x07 = 'ring'\n", "s = '漢字 wide'  # 😀\n", "e\u0301 = 'combining'\n", '"""open docstring\n',
+           "still in it\n", '"""\n', "# trailing blanks    \n", "x = b'\\x00'\n", "\ufeffbom = 1\n"]
+PATHS = ["pkg/a.py", "docs/b.md", "conf.toml", "data.json", "Makefile", "notes.unknown-ext", "web/c.js"]
+
+
+@st.composite
+def runs(draw, most: int) -> tuple[str, ...]:
+    """A run of consecutive lines of one of the project's files, or awkward lines."""
+    if draw(st.booleans()):
+        path = draw(st.sampled_from(FILES))
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True) or [""]
+        start = draw(st.integers(0, len(lines) - 1))
+        return tuple(lines[start:start + draw(st.integers(0, most))])
+    return tuple(draw(st.lists(st.sampled_from(AWKWARD), max_size=most)))
+
+
+@st.composite
+def keys(draw) -> tuple:
+    """A body_key: path, first old line, removed, added, context before and after."""
+    return (draw(st.sampled_from(PATHS)), draw(st.integers(1, 120_000)), draw(runs(8)), draw(runs(14)),
+            draw(runs(3)), draw(runs(3)))
+
+
+def _made(key: tuple) -> Content:
+    made = diff_render._body_spans(key)
+    assert made is not None or not isinstance(diff_render._lexer(diff_render._lexer_for(key[0])),
+                                              diff_render.Lexer)
+    return Content.from_rich_text(diff_render.cached_body(key)) if made is None else diff_render._content_of(*made)
+
+
+def _same(key: tuple) -> None:
+    expected = Content.from_rich_text(diff_render.hunk_body(*key))
+    got = _made(key)
+    assert got.plain == expected.plain
+    assert got.spans == expected.spans
+
+
+@settings(max_examples=200, deadline=None)
+@given(keys())
+def test_tokens_make_what_the_rich_path_makes(key):
+    _same(key)
+
+
+async def test_in_an_apps_theme_too():
+    """Inside an app, styles are parsed by its console and colours read with its ANSI theme."""
+    app = App()
+    async with app.run_test():
+        @settings(max_examples=60, deadline=None)
+        @given(keys())
+        def check(key):
+            _same(key)
+
+        check()
+        key = ("pkg/a.py", 10, ("x = 1\n",), ("x = 2\n",), ("def f():\n",), ("    return x\n",))
+        assert diff_render.body_content(key).spans == Content.from_rich_text(diff_render.hunk_body(*key)).spans
+
+
+def test_a_language_pygments_lacks_takes_the_rich_path():
+    key = ("notes.unknown-ext", 3, ("old words\n",), ("new words\n",), (), ())
+    lexer = diff_render._lexer(diff_render._lexer_for(key[0]))
+    if not isinstance(lexer, diff_render.Lexer):
+        assert diff_render._body_spans(key) is None
+    _same(key)
