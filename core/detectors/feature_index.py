@@ -9,7 +9,7 @@ and is called from the update path, never from a lookup.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -79,57 +79,42 @@ class FeatureIndex:
         self._delta_count = 0
         self._delta_sizes = {}
 
-    def freeze_rows(self, feat: np.ndarray, feat_off: np.ndarray, indexed: np.ndarray, *,
-                    slice_features: int = 1 << 18) -> None:
-        """`freeze` from a table's CSR rows: row uid's features are feat[feat_off[uid]:
-        feat_off[uid + 1]], only rows flagged `indexed` are indexed. The same arrays as
-        `freeze_flat`, sorted in slices by the keys' top byte so the temporaries stay a
-        fraction of the ~11 million features of a 20,000-file tree (a global argsort cost
-        ~350 MB on top of the table). The slices are runs of top-byte values of about
-        equal feature counts: k-gram frequencies are skewed (one 4-gram is in every
-        function), and 16 fixed slices by the top 4 bits left one slice with 18 % of the
-        features (~70 MB of temporaries, the peak of a 20k first launch). A slice holds
-        about max(1/32 of the features, `slice_features`) unless one top byte has more."""
-        n = len(indexed)
-        lens = np.diff(feat_off) * indexed
-        total = int(lens.sum())
-        if not total:
-            self._clear()
-            return
-        top = feat.view(np.uint8)[7::8] if feat.dtype.byteorder in "<=" else (feat >> 56).astype(np.uint8)
-        counts = np.bincount(top, minlength=256)
-        postings = np.empty(total, dtype=np.int32)
-        uniq: list[np.ndarray] = []
-        starts: list[np.ndarray] = []
-        at = 0
-        # (a key's top byte is its own: slices of top-byte values never share a key, so
-        # the slices sorted one by one, in order, are the whole sort)
-        for lo, hi in _runs(counts, max(len(feat) // 32, slice_features)):
-            sel = np.flatnonzero((top - np.uint8(lo)) < hi - lo)  # lo <= top < hi (uint8 wraps)
-            rows = (np.searchsorted(feat_off, sel, side="right") - 1).astype(np.int32)
-            live = indexed[rows]
-            if not live.all():
-                sel, rows = sel[live], rows[live]
-            del live
-            keys = feat[sel]
-            del sel
-            order = np.argsort(keys, kind="stable")
-            keys = keys[order]
-            postings[at:at + len(keys)] = rows[order]
-            del rows, order
-            if len(keys):
-                first = np.empty(len(keys), dtype=np.bool_)
-                first[0] = True
-                np.not_equal(keys[1:], keys[:-1], out=first[1:])
-                uniq.append(keys[first])
-                starts.append(np.flatnonzero(first) + at)
-            at += len(keys)
-        del top
-        self._keys = np.concatenate(uniq)
-        self._offsets = np.append(np.concatenate(starts), total).astype(np.int64)
-        self._postings = postings
-        self._sizes = np.zeros(n, dtype=np.int32)
-        self._sizes[:] = lens
+    def freeze_ids(self, vocab: np.ndarray, ids: np.ndarray, row_off: np.ndarray, indexed: np.ndarray,
+                   *, chunk: int = 1 << 18) -> None:
+        """`freeze` from a table's CSR rows of k-gram ids: row uid's features are
+        vocab[ids[row_off[uid]:row_off[uid + 1]]] (`vocab`: sorted unique uint64 hashes,
+        `ids`: uint32), only rows flagged `indexed` are indexed. The keys are then the
+        vocabulary itself, k-grams only probes have included: those have no postings, and
+        `candidates` treats them as absent, so lookups are those of `freeze`'s arrays.
+
+        A counting sort in chunks of `chunk` features: a key's postings are the indexed
+        rows holding it in row order (a stable sort's), and the temporaries stay a chunk's
+        (a global argsort of the ~11 million features of a 20,000-file tree cost ~350 MB on
+        top of the table)."""
+        size = len(vocab)
+        lens = np.diff(row_off) * indexed
+        counts = np.zeros(size, dtype=np.int64)
+        for rows, cids in _chunks(ids, row_off, indexed, chunk):
+            counts += np.bincount(cids, minlength=size)
+        self._offsets = np.zeros(size + 1, dtype=np.int64)
+        np.cumsum(counts, out=self._offsets[1:])
+        self._postings = np.empty(int(self._offsets[-1]), dtype=np.int32)
+        cursor = self._offsets[:-1].copy()  # where each key's next posting goes
+        for rows, cids in _chunks(ids, row_off, indexed, chunk):
+            order = np.argsort(cids, kind="stable")
+            keys, rows = cids[order], rows[order]
+            del order
+            first = np.empty(len(keys), dtype=np.bool_)
+            first[0] = True
+            np.not_equal(keys[1:], keys[:-1], out=first[1:])
+            starts = np.flatnonzero(first)
+            run = np.diff(np.append(starts, len(keys)))
+            # a feature's place: its key's cursor plus its rank among the chunk's same keys
+            rank = np.arange(len(keys), dtype=np.int64) - np.repeat(starts, run)
+            self._postings[cursor[keys] + rank] = rows
+            cursor[keys[starts]] += run
+        self._keys = vocab
+        self._sizes = lens.astype(np.int32)
         self._delta = {}
         self._delta_count = 0
         self._delta_sizes = {}
@@ -160,6 +145,8 @@ class FeatureIndex:
         pos = np.searchsorted(self._keys, features)
         pos = np.minimum(pos, max(len(self._keys) - 1, 0))
         found = self._keys[pos] == features if len(self._keys) else np.zeros(0, bool)
+        if len(self._keys):  # a key without postings (only probes have it) is shared by nobody
+            found &= self._offsets[pos + 1] > self._offsets[pos]
         chunks: list[np.ndarray] = []
         used = 0
         if len(self._keys):
@@ -196,15 +183,15 @@ class FeatureIndex:
         return [(uid, est) for uid, est in ranked if alive(uid)][:limit]
 
 
-def _runs(counts: np.ndarray, target: int) -> list[tuple[int, int]]:
-    """[lo, hi) runs of bucket numbers whose counts add up to about `target` each (a
-    bucket larger than that is a run of its own); empty buckets join their neighbours."""
-    runs: list[tuple[int, int]] = []
-    lo = acc = 0
-    for b, c in enumerate(counts.tolist()):
-        if acc and acc + c > target:
-            runs.append((lo, b))
-            lo, acc = b, 0
-        acc += c
-    runs.append((lo, len(counts)))
-    return runs
+def _chunks(ids: np.ndarray, row_off: np.ndarray, indexed: np.ndarray,
+            chunk: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(rows, ids) of the indexed rows' features, `chunk` features at a time, in order."""
+    for lo in range(0, len(ids), chunk):
+        hi = min(lo + chunk, len(ids))
+        rows = (np.searchsorted(row_off, np.arange(lo, hi), side="right") - 1).astype(np.int32)
+        live = indexed[rows]
+        cids = ids[lo:hi]
+        if not live.all():
+            rows, cids = rows[live], cids[live]
+        if len(cids):
+            yield rows, cids

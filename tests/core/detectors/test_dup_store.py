@@ -81,6 +81,67 @@ def test_compact_index_answers_like_the_old_one_on_real_code(data: st.DataObject
         assert [astuple(p) for p in new.pairs()] == [astuple(p) for p in old.pairs()]
 
 
+@settings(max_examples=15, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                 HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_kgram_ids_read_back_the_rows_hashes_through_freezes_snapshots_and_events(
+        data: st.DataObject, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The indexer's way on real code: files streamed in bulk with a freeze every few files
+    (each freeze joins tables of different k-gram vocabularies), maybe the snapshot stored
+    and mapped, then file events (files whose k-grams the vocabulary lacks, removals) and a
+    refreeze (the mapped ids copied, never written). Each frozen row's k-grams read back
+    are the hashes its function was built from, and the answers are the reference's."""
+    pool = _real_files()
+    if len(pool) < 10:
+        pytest.skip("not enough Python files to test on")
+    files = data.draw(st.lists(st.sampled_from(pool), min_size=4, max_size=24, unique=True), label="files")
+    every = data.draw(st.integers(1, 6), label="freeze every")
+    tmp_path = tmp_path_factory.mktemp("kgram")  # (one per example)
+    new: DuplicateIndex = DuplicateIndex(tmp_path)
+    old = ref.DuplicateIndex(tmp_path)
+    for i, path in enumerate(files, 1):
+        for index in (new, old):
+            index.add_units(_rel(path), list(_units(path)), bulk=True)
+            if i % every == 0:
+                index.finish_loading()
+    new.finish_loading()
+    old.finish_loading()
+    snap = tmp_path / "index.dups"
+    mapped = None
+    if data.draw(st.booleans(), label="snapshot"):
+        new.save_snapshot(snap, {}, {"root": str(tmp_path)})
+        new = DuplicateIndex(tmp_path)
+        new.load_snapshot(snap, {"root": str(tmp_path)})
+        mapped = snap.read_bytes()
+    later = data.draw(st.lists(st.sampled_from(pool), max_size=5, unique=True), label="later")
+    for path in later:
+        for index in (new, old):
+            index.add_units(f"later/{_rel(path)}", list(_units(path)))
+    for path in data.draw(st.lists(st.sampled_from(files), max_size=3, unique=True), label="removed"):
+        for index in (new, old):
+            index.remove_file(_rel(path))
+    if data.draw(st.booleans(), label="refreeze"):
+        new.finish_loading()
+        old.finish_loading()
+    if mapped is not None:
+        assert snap.read_bytes() == mapped
+    expected = {(rel, u.symbol, u.line): u.features
+                for rel, path in [(_rel(p), p) for p in files] + [(f"later/{_rel(p)}", p) for p in later]
+                for u in _units(path)}
+    table = new._table
+    assert table.feat.dtype == np.uint32
+    for uid in np.flatnonzero(new._alive).tolist():
+        hashes = table.feats(uid)
+        assert hashes.tolist() == expected[table.path(uid), table.symbol(uid), int(table.line[uid])].tolist()
+    for path in data.draw(st.lists(st.sampled_from(pool), min_size=1, max_size=3), label="queries"):
+        got = new.check_source(read_text(path), "elsewhere.py")
+        want = old.check_source(read_text(path), "elsewhere.py")
+        assert [astuple(m) for m in got] == [astuple(m) for m in want]
+    if len(files) + len(later) <= 10:
+        assert [astuple(p) for p in new.pairs()] == [astuple(p) for p in old.pairs()]
+
+
 def test_word_hashes_keep_the_jaccard_of_the_strings() -> None:
     a, b = {"x", "self", "append", "'a'"}, {"x", "append", "y"}
     ha, hb = word_hashes(a), word_hashes(b)
@@ -157,11 +218,60 @@ def test_snapshot_round_trip_gives_the_same_answers(tmp_path: Path) -> None:
     assert {m.twin_path for m in loaded.check_source(SOURCE, "new.py")} == {"pkg/a.py", "pkg/c.py"}
 
 
+def _v1_arrays(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """A version-2 snapshot's arrays in version 1's layout: k-gram features as uint64
+    hashes, no vocabulary, the inverted index keyed by the indexed k-grams only."""
+    out = {k: np.array(v) for k, v in arrays.items() if k != "vocab"}
+    vocab = np.array(arrays["vocab"])
+    out["feat"] = vocab[arrays["feat"]]
+    offsets = np.array(arrays["fi_offsets"])
+    used = np.diff(offsets) > 0
+    out["fi_keys"] = vocab[used]
+    out["fi_offsets"] = np.append(offsets[:-1][used], offsets[-1])
+    return out
+
+
+def _rewrite(snap: Path, expect: dict[str, str], change: Any, version: int | None = None) -> None:
+    """Write the snapshot again with its arrays changed (a valid checksum: only what the
+    arrays say is wrong), as a file no load has vouched for."""
+    from core.detectors import dup_store
+
+    _header, arrays = dup_store.load(snap, expect, verify=False)
+    other = snap.with_name("rewritten.dups")
+    saved_version = dup_store.SNAPSHOT_VERSION
+    dup_store.SNAPSHOT_VERSION = version or saved_version
+    try:
+        dup_store.save(other, expect, change({k: np.array(v) for k, v in arrays.items()}))
+    finally:
+        dup_store.SNAPSHOT_VERSION = saved_version
+    snap.write_bytes(other.read_bytes())
+
+
+def _with(arrays: dict[str, np.ndarray], name: str, index: int, value: int) -> dict[str, np.ndarray]:
+    arrays[name][index] = value
+    return arrays
+
+
 @pytest.mark.parametrize("damage", ["truncated", "garbage", "empty", "flipped", "flipped_same_mtime",
-                                    "foreign", "old"])
+                                    "foreign", "old", "version_1", "v1_layout", "ids_out_of_range",
+                                    "postings_out_of_range"])
 def test_a_bad_snapshot_is_refused(tmp_path: Path, damage: str) -> None:
+    """Damaged, foreign or old files are refused, never half-loaded. "version_1" is a real
+    file of the previous layout (uint64 k-grams); "v1_layout" the same arrays claiming the
+    current version; the two "out of range" ones have a valid checksum over ids that point
+    outside the vocabulary or postings outside the table (a query would fail on them)."""
+    from core.detectors.dup_store import SNAPSHOT_VERSION
+
     root, _, snap, expect = _saved(tmp_path)
     data = snap.read_bytes()
+    if damage == "version_1":
+        _rewrite(snap, expect, _v1_arrays, version=1)
+    elif damage == "v1_layout":
+        _rewrite(snap, expect, _v1_arrays)
+    elif damage == "ids_out_of_range":
+        _rewrite(snap, expect, lambda a: _with(a, "feat", -1, len(a["vocab"])))
+    elif damage == "postings_out_of_range":
+        _rewrite(snap, expect, lambda a: _with(a, "fi_postings", 0, len(a["line"])))
     if damage == "truncated":
         snap.write_bytes(data[: len(data) // 2])
     elif damage == "garbage":
@@ -177,7 +287,8 @@ def test_a_bad_snapshot_is_refused(tmp_path: Path, damage: str) -> None:
     elif damage == "foreign":
         expect = {"root": "/somewhere/else"}
     elif damage == "old":
-        snap.write_bytes(data.replace(b'"version": 1', b'"version": 0'))
+        assert f'"version": {SNAPSHOT_VERSION}'.encode() in data
+        snap.write_bytes(data.replace(f'"version": {SNAPSHOT_VERSION}'.encode(), b'"version": 0'))
     fresh = DuplicateIndex(root)
     with pytest.raises(SnapshotError):
         fresh.load_snapshot(snap, expect)
@@ -190,26 +301,35 @@ def test_a_bad_snapshot_is_refused(tmp_path: Path, damage: str) -> None:
 @given(rows=st.lists(st.tuples(st.sets(st.integers(0, 2**64 - 1) | st.integers(0, 40)
                                        | st.sampled_from([2**63 + 5, 2**63 + 9, 2**56 * 7 + 1]), max_size=30),
                                st.booleans()), max_size=30),
-       slice_features=st.sampled_from([1, 3, 1 << 18]))
-def test_freezing_table_rows_gives_the_arrays_of_a_plain_freeze(rows: list[tuple[set[int], bool]],
-                                                                 slice_features: int) -> None:
-    """FeatureIndex.freeze_rows (slices by top byte, from CSR rows) == freeze (one sort),
-    whatever the slices' size (1: a slice per top byte in use; 1 << 18: one slice here)."""
+       chunk=st.sampled_from([1, 3, 7, 1 << 20]), rows_at_once=st.sampled_from([1, 2, 4096]))
+def test_freezing_table_rows_of_kgram_ids_gives_the_arrays_of_a_plain_freeze(
+        rows: list[tuple[set[int], bool]], chunk: int, rows_at_once: int) -> None:
+    """FeatureIndex.freeze_ids (a counting sort of uint32 ids, in chunks) == freeze (one
+    sort of the uint64 hashes), whatever the chunks' size; the ids are the rows' hashes
+    (vocab[ids]); the keys only probes have (not indexed) have no postings and are never
+    found, so any query gets the candidates of the plain freeze."""
+    from core.detectors.dup_store import _feature_ids
     from core.detectors.feature_index import FeatureIndex
 
     feats = [np.array(sorted(keys), dtype=np.uint64) for keys, _ in rows]
-    offsets = np.zeros(len(rows) + 1, dtype=np.int64)
-    np.cumsum([len(f) for f in feats], out=offsets[1:])
-    flat = np.concatenate(feats) if feats else np.empty(0, np.uint64)
+    offsets, ids, vocab = _feature_ids(feats, rows_at_once=rows_at_once)
+    assert ids.dtype == np.uint32 and vocab.tolist() == sorted(set().union(*(keys for keys, _ in rows)))
+    assert [vocab[ids[offsets[i]:offsets[i + 1]]].tolist() for i in range(len(rows))] == [f.tolist() for f in feats]
     indexed = np.array([flag for _, flag in rows], dtype=np.bool_)
-    plain, sliced = FeatureIndex(), FeatureIndex()
+    plain, by_ids = FeatureIndex(), FeatureIndex()
     plain.freeze((uid, f) for uid, f in enumerate(feats) if indexed[uid])
-    sliced.freeze_rows(flat.astype(np.uint64), offsets, indexed, slice_features=slice_features)
-    a, b = plain.arrays(), sliced.arrays()
-    for name in ("keys", "offsets", "postings"):
-        assert a[name].tolist() == b[name].tolist(), name
+    by_ids.freeze_ids(vocab, ids, offsets, indexed, chunk=chunk)
+    a, b = plain.arrays(), by_ids.arrays()
+    df = np.diff(b["offsets"])
+    assert b["keys"][df > 0].tolist() == a["keys"].tolist()
+    assert df[df > 0].tolist() == np.diff(a["offsets"]).tolist()
+    assert b["postings"].tolist() == a["postings"].tolist()
     live = [uid for uid in range(len(rows)) if indexed[uid] and len(feats[uid])]
     assert [int(a["sizes"][u]) for u in live] == [int(b["sizes"][u]) for u in live]
+    # (the whole vocabulary: more than MAX_QUERY_FEATURES keys, probes' among them, which
+    # must not take the place of a rare indexed one)
+    for query in feats + [np.array([5, 2**63 + 5], dtype=np.uint64), vocab]:
+        assert by_ids.candidates(query, lambda uid: True, 10) == plain.candidates(query, lambda uid: True, 10)
 
 
 @given(sizes=st.lists(st.integers(0, 50), min_size=1, max_size=4), shared=st.booleans(), width=st.sampled_from([0, 3]))

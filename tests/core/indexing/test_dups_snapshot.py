@@ -97,11 +97,14 @@ def test_files_changed_between_launches_are_indexed_again(tmp_path, monkeypatch)
         svc.stop()
 
 
-@pytest.mark.parametrize("damage", ["truncated", "garbage", "foreign", "old"])
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "foreign", "old", "version_1"])
 def test_a_bad_snapshot_is_refused_said_and_rebuilt(tmp_path, damage):
+    """"version_1": a real snapshot of the previous format (uint64 k-grams), as every
+    cache holds once this build comes: refused, said, and stored anew in this one."""
     root, cache_dir = _first_launch(tmp_path)
     snap = _snapshot_file(root, cache_dir)
     data = snap.read_bytes()
+    expect = {"root": str(root.resolve()), "cache_version": CACHE_VERSION}
     if damage == "truncated":
         snap.write_bytes(data[: len(data) * 2 // 3])
     elif damage == "garbage":
@@ -113,15 +116,22 @@ def test_a_bad_snapshot_is_refused_said_and_rebuilt(tmp_path, damage):
     elif damage == "old":
         snap.write_bytes(data.replace(f'"cache_version": {CACHE_VERSION}'.encode(),
                                       f'"cache_version": {CACHE_VERSION - 1}'.encode()))
+    elif damage == "version_1":
+        from tests.core.detectors.test_dup_store import _rewrite, _v1_arrays
+
+        _rewrite(snap, expect, _v1_arrays, version=1)
     svc = _service(root, cache_dir)
     try:
-        assert any("duplicate index snapshot rebuilt" in n for n in svc.snapshot().notes)
+        notes = svc.snapshot().notes
+        assert any("duplicate index snapshot rebuilt" in n for n in notes)
+        if damage == "version_1":
+            assert any("version 1 (this build reads 2)" in n for n in notes), notes
         assert _answers(svc.check_source, root) == _fresh(root)
     finally:
         svc.stop()
     # the rebuilt snapshot is whole again
     loaded = DuplicateIndex(root)
-    loaded.load_snapshot(snap, {"root": str(root.resolve()), "cache_version": CACHE_VERSION})
+    loaded.load_snapshot(snap, expect)
     assert _answers(loaded.check_source, root) == _fresh(root)
 
 
