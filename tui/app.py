@@ -38,6 +38,7 @@ from core.verify.fixloop import FixRun
 from core.verify.session import VerifySession
 from core.workstation import ReviewSuperseded, Workstation
 from themes import DEFAULT_THEME, register_themes
+from tui.key_frame import draw_now, take_refreshes
 from tui.palette import WorkstationCommands
 from tui.screens.help import HelpScreen
 from tui.widgets.diff_render import warm_bodies, warm_highlighting
@@ -142,6 +143,7 @@ class SparkApp(App):
         self._paint_timer: Timer | None = None  # frames only while there is something to paint
         self._numbers_shown = 0.0  # when _paint last set the status bar's live numbers
         self._numbers_due = False  # the answer's numbers changed since
+        self._key_frame_due = False  # a j/k's frame is to be drawn (see _key_frame)
         self._ui_loop: asyncio.AbstractEventLoop | None = None
         self._verify_badges: dict[str, str] = {}
         self._auto_fixed: set[str] = set()  # request ids whose failures went back by themselves
@@ -977,10 +979,26 @@ class SparkApp(App):
     def action_next_hunk(self) -> None:
         diff = self.query_one(DiffView)
         diff.select(diff.current + 1)
+        self._key_frame()
 
     def action_prev_hunk(self) -> None:
         diff = self.query_one(DiffView)
         diff.select(diff.current - 1)
+        self._key_frame()
+
+    def _key_frame(self) -> None:
+        """The frame that shows a j/k is drawn right after the keys queued with it are handled
+        (one frame for a burst), not after Textual's idle hops and its next 1/MAX_FPS tick:
+        while an answer streams those took 10-45 ms after the key was handled (tui/key_frame.py)."""
+        if take_refreshes(self.screen, self.query_one(DiffView)) and not self._key_frame_due:
+            self._key_frame_due = True
+            asyncio.get_running_loop().call_soon(self._draw_key_frame)
+
+    def _draw_key_frame(self) -> None:
+        self._key_frame_due = False
+        screen = self.screen
+        take_refreshes(screen, screen)  # what else waits to be drawn goes in this frame too
+        draw_now(screen)
 
     async def action_cancel(self) -> None:
         if self._stream is not None:

@@ -1,0 +1,149 @@
+"""A j/k while an answer streams is drawn as soon as the keys queued with it are handled
+(tui/key_frame.py), not after Textual's idle hops and its next 1/MAX_FPS tick; keys are applied
+once each, in order, and the frame drawn is the one Textual's own path would draw."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+from textual import events
+
+from core.answer import AnswerRun
+from tests.tui.conftest import wait_for
+from tui import key_frame
+from tui.app import SparkApp
+from tui.widgets.diff_view import DiffView
+
+# every function of the demo's report module gets a comment line: one hunk each, enough of
+# them that j/k scrolls the diff at 120x30
+FUNCTIONS = ("def due_date(invoice: Invoice) -> date:\n",
+             "def is_overdue(invoice: Invoice, today: date) -> bool:\n",
+             "def format_money(amount: Decimal) -> str:\n",
+             "def totals_by_customer(invoices: list[Invoice]) -> dict[str, Decimal]:\n",
+             "def render_report(invoices: list[Invoice], today: date) -> str:\n")
+
+
+def _answer() -> str:
+    return "".join(f"invoicer/report.py\n```python\n<<<<<<< SEARCH\n{line}=======\n{line}"
+                   f"    # checked {n}\n    # reviewed {n}\n    # kept {n}\n>>>>>>> REPLACE\n```\n"
+                   for n, line in enumerate(FUNCTIONS))
+
+
+def _diff_cells(svg: str, region) -> list[str]:
+    """The screenshot's text and backgrounds in the diff's region (the side panel and the
+    status bar show timings that differ run to run); the export's own id taken out."""
+    svg = re.sub(r"terminal-\d+", "terminal", svg)
+    styles = dict(re.findall(r"\.terminal-(r\d+) \{([^}]*)\}", svg))  # (numbered per export)
+    svg = re.sub(r'class="terminal-(r\d+)"', lambda m: f'style="{styles.get(m.group(1), "")}"', svg)
+    found = re.findall(r'(<(?:rect|text)[^>]*\bx="([\d.]+)" y="([\d.]+)"[^>]*>[^<]*)', svg)
+    assert found, "the screenshot's cells (this parse of Rich's SVG export)"
+    return [element for element, x, y in found
+            if float(x) < region.right * 12.2 and float(y) < region.bottom * 24.4]
+
+
+class _Displays:
+    """Counts the screen updates the app writes out."""
+
+    def __init__(self, app: SparkApp, monkeypatch) -> None:
+        self.count = 0
+        original = app._display
+
+        def display(screen, renderable) -> None:
+            original(screen, renderable)
+            if renderable is not None:
+                self.count += 1
+
+        monkeypatch.setattr(app, "_display", display)
+
+
+async def _streaming(app: SparkApp, pilot) -> tuple[AnswerRun, DiffView]:
+    """An answer whose hunks are shown while it still streams (as mid-stream rebuilds do)."""
+    diff = app.query_one(DiffView)
+    run = AnswerRun(app.workspace, "a prompt", "spark")
+    app._show_new_answer(run)
+    app._stream = object()
+    run.feed(_answer(), 200)
+    app._dirty = True
+    app._paint()
+    app._request_rebuild()
+    await wait_for(pilot, lambda: len(diff._order) == len(FUNCTIONS) and app.review is not None,
+                   what="every hunk shown and reviewed")
+    await pilot.pause(0.1)  # (the review's findings drawn: nothing but the keys draws after this)
+    return run, diff
+
+
+async def test_a_key_pressed_mid_stream_is_drawn_in_the_next_loop_turn(demo_root, core_url, monkeypatch):
+    """(Fails too when Textual's internals that draw_now uses change: it then leaves the frame
+    to Textual's next tick.)"""
+    from textual.screen import Screen
+
+    frames: list[set[str]] = []  # per screen update: the diff's widgets it drew
+    original = Screen._on_timer_update
+
+    def update(screen: Screen) -> None:
+        diff_parts = {type(w).__name__ for w in screen._dirty_widgets
+                      if isinstance(w, DiffView) or any(isinstance(a, DiffView) for a in w.ancestors)}
+        frames.append(diff_parts | ({"scroll"} if screen._scroll_required else set()))
+        original(screen)
+
+    monkeypatch.setattr(Screen, "_on_timer_update", update)
+    app = SparkApp(demo_root, core_url)
+    async with app.run_test(size=(120, 30)) as pilot:
+        _run, diff = await _streaming(app, pilot)
+        displays = _Displays(app, monkeypatch)
+        for expected in (1, 2, 3, 2):
+            before, drawn_before = displays.count, len(frames)
+            if expected > diff.current:
+                app.action_next_hunk()
+            else:
+                app.action_prev_hunk()
+            await asyncio.sleep(0)  # one turn of the loop: Textual's own path needs several and a tick
+            assert diff.current == expected
+            assert displays.count == before + 1, "the key's frame is drawn at once"
+            assert "HunkView" in frames[-1], "with the hunks whose marker moved"
+            await pilot.pause(0.05)
+            assert not any(frames[drawn_before + 1:]), "Textual finds nothing of the key's left to draw"
+
+
+async def test_draw_now_draws_what_textuals_own_path_draws(demo_root, core_url, monkeypatch):
+    """The same keys with the frame left to Textual end on the same screen."""
+    shots = []
+    for immediate in (True, False):
+        if not immediate:
+            monkeypatch.setattr("tui.app.draw_now", lambda screen: False)
+        app = SparkApp(demo_root, core_url)
+        async with app.run_test(size=(120, 30)) as pilot:
+            await _streaming(app, pilot)
+            for key in "jjjkj":
+                await pilot.press(key)
+            await pilot.pause(0.1)
+            shots.append(_diff_cells(app.export_screenshot(), app.query_one(DiffView).region))
+    assert shots[0] == shots[1]
+
+
+async def test_keys_in_a_burst_are_applied_once_each_in_order_and_drawn_once(demo_root, core_url, monkeypatch):
+    app = SparkApp(demo_root, core_url)
+    async with app.run_test(size=(120, 30)) as pilot:
+        _run, diff = await _streaming(app, pilot)
+        displays = _Displays(app, monkeypatch)
+        drawn = []
+        original = key_frame.draw_now
+
+        def draw(screen) -> bool:
+            drawn.append(diff.current)
+            return original(screen)
+
+        monkeypatch.setattr("tui.app.draw_now", draw)
+        burst = "jjjkjjjjk"  # queued together, as a held key repeats while the loop is busy
+        for key in burst:
+            app.post_message(events.Key(key, key))
+        await wait_for(pilot, lambda: bool(drawn), what="the burst's frame")
+        await pilot.pause()
+        position = 0
+        for key in burst:
+            position = min(position + 1, len(FUNCTIONS) - 1) if key == "j" else max(position - 1, 0)
+        assert diff.current == position == 3, "every key applied once, in order (none lost, none twice)"
+        assert drawn == [position], "one frame for the burst, drawn after its last key"
+        assert displays.count >= 1
+
