@@ -11,7 +11,8 @@ unchanged tree loads one blob instead of 20,000 scans.
 One SQLite file per repository, in the user's cache folder (platformdirs; `SPARK_CACHE_DIR`
 overrides it, as the tests do): never inside the user's tree. It is versioned and records
 the root it belongs to; a file that is not SQLite, is truncated, has another version or
-belongs to another root is refused, deleted and rebuilt, never trusted. Stored objects are
+belongs to another root is refused, deleted and rebuilt, never trusted (the snapshot files
+beside it check themselves and are kept). Stored objects are
 unpickled with an allow-list of the classes a scan is made of, so a planted cache cannot
 run code. Only the indexer (one process per repository) writes it.
 """
@@ -201,8 +202,11 @@ class IndexCache:
                 os.unlink(str(self.path) + suffix)
             except FileNotFoundError:
                 pass
-        for snap in self.path.parent.glob(f"{self.path.name}.*{SNAPSHOT_SUFFIX}"):
-            snap.unlink(missing_ok=True)  # a snapshot goes with the cache it belonged to
+        # The snapshot files stay: each checks itself (version, root, name, tree key,
+        # checksum), as the duplicate index's does. The app installs the stored map before
+        # the indexer opens this database, and for the tree it was stored for the indexer
+        # then builds no map, so none would be stored again (deleted with the database, the
+        # next launch had to build the map anew, until a file event stored one).
 
     def close(self) -> None:
         if self._db is not None:

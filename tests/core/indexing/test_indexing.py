@@ -21,8 +21,17 @@ from hypothesis import strategies as st
 from bench.repo_gen import generate
 from core.context.repomap import RepoMap
 from core.detectors.duplicates import DuplicateIndex
-from core.indexing.cache import CACHE_VERSION, IndexCache, Stamp, cache_file, dumps, loads
+from core.indexing.cache import (
+    CACHE_VERSION,
+    IndexCache,
+    Stamp,
+    cache_file,
+    dumps,
+    loads,
+    read_latest_snapshot,
+)
 from core.indexing.service import IndexService
+from core.indexing.treestate import tree_state
 
 PROMPT = "render the payload of the invoice"
 
@@ -157,6 +166,11 @@ def test_a_bad_cache_is_refused_and_rebuilt(tmp_path, damage):
             assert any("rebuilt" in n for n in second.snapshot().notes), second.snapshot().notes
     finally:
         second.stop()
+    # the app installed the stored map of this very tree before the cache was rebuilt, so
+    # nothing here builds or stores a map: the next launch must still find it stored (it
+    # rebuilt the map instead, until the first file event stored one)
+    stored = read_latest_snapshot(root, "map", path)
+    assert stored is not None and stored[0] == tree_state(root).key
 
 
 def test_a_planted_pickle_is_refused():

@@ -5,7 +5,8 @@ indexer maps the duplicate snapshot. A mapped file cut short or rewritten in pla
 reading those pages a SIGBUS, which kills the whole app. So every writer replaces a file
 (a new inode; the old mapping keeps the old bytes) or deletes it: here a mapping taken
 before new snapshots are stored (a changed tree) and before the cache is rebuilt (a
-damaged SQLite file: discarded with its snapshots) still reads every row as it did.
+damaged SQLite file: discarded; the snapshots beside it check themselves and stay) still
+reads every row as it did.
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ def test_old_mappings_read_the_same_after_new_snapshots_and_a_cache_rebuild(tmp_
         time.sleep(0.02)  # (stored after "ready")
     assert map_file.stat().st_ino != inodes[0]
     assert dups_file.stat().st_ino != inodes[1]
-    # a damaged cache: discarded (with its map snapshot) and rebuilt
+    # a damaged cache: discarded and rebuilt (the snapshots beside it stay)
     path.write_bytes(b"not a database" * 64)
     _launch(root, path)
 
