@@ -234,15 +234,9 @@ class Workstation:
             self.context.on_file_event(path)
             if kind != "deleted" and instruction is None:
                 instruction = self._ai_instruction(path)
-            if not path.endswith(".py"):
-                continue
-            self._to_dups_child([(path, kind)])
-            if not self.dups_ready:
-                continue
-            if kind == "deleted":
-                self.dups.remove_file(path)
-            else:
-                self.dups.update_file(path)
+        self._to_dups_child(changes)
+        if self.dups_ready:
+            self.dups.apply_events(changes)
         return instruction
 
     def _to_dups_child(self, changes: list[tuple[str, str]]) -> None:

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -279,6 +279,15 @@ class _SparkWarmUp:
 """
 
 
+class FileRead(NamedTuple):
+    """A file `DuplicateIndex.apply_events` read again: its stat (taken before the read)
+    and the functions indexed from it."""
+
+    rel: str
+    stat: os.stat_result
+    units: list[FunctionUnit]
+
+
 def _drop_inner_of_paired_outer(matches: list[DuplicateMatch]) -> list[DuplicateMatch]:
     """A nested function whose outer function matched the twin's outer function says
     nothing new: the copy of the outer function is the finding."""
@@ -344,18 +353,39 @@ class DuplicateIndex:
             self._freeze()
 
     def update_file(self, rel_path: str) -> None:
-        """Re-index one file after a create/modify event (a deleted file is removed).
+        """Re-index one file after a create/modify event (see `apply_events`)."""
+        self.apply_events([(rel_path, "modified")])
 
-        Events for files the tree walk would skip (not .py, inside .venv, ignored by
-        .gitignore) are ignored, so a watcher can forward every event it sees.
+    def apply_events(self, events: Iterable[tuple[str, str]], *, bulk: bool = False) -> list[FileRead]:
+        """Bring the index up to date with file events (path, kind), in their order: the
+        one place a watcher's, the indexer's and the dups child's events become index work.
+
+        A "deleted" file is removed; on any other kind the file is read again, or removed
+        when it is gone or not a regular file. Events for files the tree walk would skip
+        (not .py, inside .venv, ignored by .gitignore, outside the root) are ignored, so a
+        watcher can forward every event it sees. `bulk`: see `add_units`. Returns the files
+        read, each with its stat taken before the read (the indexer caches their units
+        under it: a write after the stat makes the cached stamp stale, never the units).
         """
-        rel = self._relative(rel_path)
-        if rel is None or not self._filter.file_ok(rel):
-            return
-        if not (self.root / rel).is_file():
-            self.remove_file(rel)
-            return
-        self.add_units(rel, self._units_of(rel))
+        read: list[FileRead] = []
+        for path, kind in events:
+            if kind == "deleted":
+                self.remove_file(path)
+                continue
+            rel = self._relative(path)
+            if rel is None or not self._filter.file_ok(rel):
+                continue
+            try:
+                st = os.stat(self.root / rel)
+            except OSError:
+                st = None
+            if st is None or not stat.S_ISREG(st.st_mode):
+                self.remove_file(rel)
+                continue
+            units = self._units_of(rel)
+            self.add_units(rel, units, bulk=bulk)
+            read.append(FileRead(rel, st, units))
+        return read
 
     def add_units(self, rel: str, units: list[FunctionUnit], *, bulk: bool = False) -> None:
         """Index one file's already fingerprinted functions, replacing what it had.

@@ -543,7 +543,7 @@ def _build_dups(conn: Connection, send_lock: threading.Lock, job: int, root: str
                     for key in [k for k in _MEMOS if k[0] == root]:  # of the index replaced
                         del _MEMOS[key]
                     break
-            _apply_events(built, events)
+            built.apply_events(events)
         reply: tuple = ("ok", job, built.function_count)
     except Exception as exc:  # noqa: BLE001 - no index: the parent checks in-process
         with _DUPS_LOCK:
@@ -563,14 +563,6 @@ def _reply(conn: Connection, send_lock: threading.Lock, reply: tuple) -> bool:
     return True
 
 
-def _apply_events(index: Any, events: list[tuple[str, str]]) -> None:
-    for path, event in events:
-        if event == "deleted":
-            index.remove_file(path)
-        else:
-            index.update_file(path)
-
-
 def _dups_job(kind: str, args: list[Any]) -> Any:
     root = args[0]
     with _DUPS_LOCK:
@@ -580,7 +572,7 @@ def _dups_job(kind: str, args: list[Any]) -> Any:
             return None
     if kind == "dups-events":
         if index is not None:
-            _apply_events(index, args[1])
+            index.apply_events(args[1])
         return None
     if index is None:
         raise LookupError(f"no duplicate index of {root} here")

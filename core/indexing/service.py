@@ -586,7 +586,7 @@ class RemoteDuplicates:
     """What a `Workstation` asks of its duplicate index, answered by the indexer.
 
     File events reach the indexer through the repo map (every path, not only `.py`), so
-    `update_file`/`remove_file` have nothing left to do.
+    `apply_events` has nothing left to do.
     """
 
     def __init__(self, service: IndexService) -> None:
@@ -596,11 +596,9 @@ class RemoteDuplicates:
                      lines: Iterable[int] | None = None, **_ignored: Any) -> list:
         return self.service.check_source(source, path, lines=lines)
 
-    def update_file(self, rel_path: str) -> None:
-        """Handled by the repo map's event forwarding."""
-
-    def remove_file(self, rel_path: str) -> None:
-        """Handled by the repo map's event forwarding."""
+    def apply_events(self, events: Iterable[tuple[str, str]]) -> list:
+        """Handled by the repo map's event forwarding (the indexer's `DuplicateIndex.apply_events`)."""
+        return []
 
 
 def attach(station: Any, **options: Any) -> IndexService:

@@ -613,6 +613,10 @@ class Indexer:
             return
         units = self.dups.units_of(rel)
         self.dups.add_units(rel, units, bulk=not self.dups_complete)
+        self._cache_units(rel, st, units)
+
+    def _cache_units(self, rel: str, st: os.stat_result, units: list[FunctionUnit]) -> None:
+        """Keep a file's fingerprints in the cache under its stat taken before the read."""
         if self.cache is not None:
             try:
                 data = (self.root / rel).read_bytes()
@@ -633,6 +637,7 @@ class Indexer:
             # the scans are of the tree now, the snapshot's graph of the tree at launch: a
             # file deleted or changed in between (its event maybe lost) must leave the map
             map_changed = True
+        dup_events = []
         for path, kind in events:
             rel = path.replace(os.sep, "/").lstrip("/")
             full = self.root / rel
@@ -647,11 +652,10 @@ class Indexer:
                         self.cache.forget(rel)
                 map_changed |= self._scan_tags(rel, None)
                 self.scanned.add(rel)
-            if rel.endswith(".py") and self.dups.file_ok(rel):
-                if exists:
-                    self._index_dups(rel, None)
-                else:
-                    self.dups.remove_file(rel)
+            if rel.endswith(".py"):
+                dup_events.append((rel, "modified" if exists else "deleted"))
+        for read in self.dups.apply_events(dup_events, bulk=not self.dups_complete):
+            self._cache_units(read.rel, read.stat, read.units)
         if map_changed:
             graph = build_graph(self.facts, self._vocab(), exact=True)
             self._send_graph(graph, len(self.facts), len(self.stamps), True)
