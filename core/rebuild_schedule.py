@@ -14,7 +14,9 @@ UI loop waited 20-130 ms behind a frame) when the answer's end makes its work mo
 - reviewing an earlier state: the review gives way (its `stale` callable), the final
   pass follows;
 - built before the end with every edit: it is the final state, reviewed as such.
-The final state's review is never superseded.
+The final state's review is never superseded. A loop serves the answer it began for only
+while that answer is on screen: a new answer's requests start its own passes (the loop of a
+replaced answer used to rebuild and review that answer for each of them).
 
 This object holds only that state and order; the work is the caller's (`RebuildWork`): the
 app passes callables that diff, highlight, review and draw. It never touches widgets, so a
@@ -167,11 +169,14 @@ class RebuildSchedule(Generic[A, R]):
             await self._passes(answer)
         finally:
             self._over.set()
+        now = self.work.current()
+        if self.needed and now is not None and now is not answer:
+            await self.run()  # requests of the answer shown now, made while this loop ended
 
     async def _passes(self, answer: A) -> None:
         work = self.work
         self.needed = True
-        while self.needed:
+        while self.needed and answer is work.current():  # (another answer's requests: its own loop)
             self.needed = False
             self.final_built = None
             built_final, reviewed = await self._to_thread(functools.partial(self._pass, answer))
