@@ -110,7 +110,7 @@ class SparkApp(App):
         from core.indexing.service import preload
 
         # the cached repo map is read while the screen is built (issue 14)
-        first_frame_shown = preload(Path(root))
+        first_frame_shown = preload(Path(root), map_after_frame=True)
         super().__init__()
         self._first_frame_shown = first_frame_shown  # tells the indexes their warm-up may start
         self.root = Path(root)

@@ -111,7 +111,7 @@ def open_workstation(root: Path, args: argparse.Namespace, *, race_prompt: str |
 
     # the cached repo map's read and the tree's check (git) begin now, beside the imports
     # and the core's start (~0.4 s), not when the app is built; the app finds them begun
-    preload(root)
+    preload(root, map_after_frame=True)
     from tui.app import SparkApp
 
     launch = prepare_launch(root, args)

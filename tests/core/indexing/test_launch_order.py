@@ -4,6 +4,8 @@
   its heavy imports; the app's own `preload` call must find that work, not start it again;
 * the ranks' warm-up and the ranking's imports (this process's CPU) wait for the app's first
   frame and the duplicate index, instead of running beside the indexer child's start;
+* the app's preload reads the cached map only after its first frame (the tree's check runs
+  at once): that read holds the GIL the app's start needs;
 
 Real generated trees, real indexer runs and caches, as in test_dups_snapshot.
 """
@@ -79,6 +81,93 @@ def test_an_old_preload_is_replaced_and_its_child_ended(tmp_path, monkeypatch):
         if taken is not None and taken.child is not None:
             taken.child[1].kill()
             taken.child[1].wait(30)
+
+
+def test_the_apps_preload_checks_the_tree_before_its_first_frame_and_reads_the_map_after(tmp_path, monkeypatch):
+    """The app's preload (`map_after_frame`): git's check of the tree runs at once, but the
+    cached map (unpickled under the GIL the app's start needs) is read only once the app
+    says its first frame is shown; then it is read, and the service takes both."""
+    from core.indexing import cache
+
+    root, cache_dir = _first_launch(tmp_path)
+    path = cache_file(root, cache_dir)
+    reads: list[float] = []
+    real_read = cache.read_latest_snapshot
+
+    def read(*args, **kwargs):
+        reads.append(time.time())
+        return real_read(*args, **kwargs)
+
+    monkeypatch.setattr(cache, "read_latest_snapshot", read)
+    monkeypatch.setattr(service, "WARM_AFTER_FRAME_S", 60.0)
+    # a tree a child indexes, on a busy machine: no child before the frame
+    monkeypatch.setattr(service, "EARLY_CHILD_SNAPSHOT_BYTES", 1)
+    monkeypatch.setattr(service, "_spare_core", lambda: False)
+    key = (root.resolve(), path, True)
+    first_frame = service.preload(root, path, map_after_frame=True)
+    pre = service._preloads[key]
+    try:
+        deadline = time.time() + 30
+        while pre.tree is None and time.time() < deadline:
+            time.sleep(0.01)
+        assert pre.tree is not None and pre.error is None
+        time.sleep(0.3)
+        assert reads == [] and not pre.map_read.is_set() and not pre.done.is_set()
+        assert pre.child is None
+        shown = time.time()
+        first_frame()
+        assert pre.done.wait(30)
+        assert len(reads) == 1 and reads[0] >= shown
+        assert pre.child is not None  # started after the frame, beside the map's read
+        assert pre.cached is not None and type(pre.cached[1]).__name__ == "MapGraph"
+        svc = IndexService(root, RepoMap(root), cache_path=path).start()
+        try:
+            assert svc.wait(120), svc.snapshot()
+            assert svc.snapshot().map_checked and svc.snapshot().mode == "process"
+        finally:
+            svc.stop()
+    finally:
+        taken = service._take_preload(*key)
+        if taken is not None and taken.child is not None:
+            taken.child[1].kill()
+            taken.child[1].wait(30)
+
+
+def test_the_apps_preload_with_an_early_child_reads_the_map_at_once(tmp_path, monkeypatch):
+    """A child started early (a core to spare) needs the map's key for its "init" at once:
+    then the app's preload reads the map without waiting for the frame."""
+    root, cache_dir = _first_launch(tmp_path)
+    path = cache_file(root, cache_dir)
+    monkeypatch.setattr(service, "WARM_AFTER_FRAME_S", 60.0)
+    monkeypatch.setattr(service, "EARLY_CHILD_SNAPSHOT_BYTES", 1)
+    monkeypatch.setattr(service, "_spare_core", lambda: True)
+    key = (root.resolve(), path, True)
+    service.preload(root, path, map_after_frame=True)
+    pre = service._preloads[key]
+    try:
+        assert pre.done.wait(30)
+        assert pre.child is not None and pre.cached is not None and pre.tree is not None
+    finally:
+        taken = service._take_preload(*key)
+        if taken is not None and taken.child is not None:
+            taken.child[1].kill()
+            taken.child[1].wait(30)
+
+
+def test_a_plain_preload_reads_the_map_at_once(tmp_path, monkeypatch):
+    """Without `map_after_frame` (a caller with no frame to wait for) the map is read while
+    git checks the tree, as before: nothing waits for a frame that never comes."""
+    root, cache_dir = _first_launch(tmp_path)
+    path = cache_file(root, cache_dir)
+    monkeypatch.setattr(service, "WARM_AFTER_FRAME_S", 60.0)
+    key = (root.resolve(), path, True)
+    service.preload(root, path)
+    pre = service._preloads[key]
+    try:
+        assert pre.done.wait(30)
+        assert pre.cached is not None and pre.tree is not None
+    finally:
+        service._take_preload(*key)
 
 
 def test_the_ranks_wait_for_the_first_frame_and_the_duplicates(tmp_path, monkeypatch):
