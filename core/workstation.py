@@ -26,13 +26,13 @@ from core.statement_checks import StatementChecks
 from core.workspace.files import Workspace
 
 if TYPE_CHECKING:
+    from core.check_worker import CheckWorker
     from core.context.prompt import ContextReport
     from core.detectors.growth import GrowthMeter
-    from core.detectors.slop_worker import SlopWorker
 
 
-CHILD_CHECK_WAIT_S = 5.0  # a duplicate check the slop worker has not answered by then: here
-_MEMO_SERIALS = itertools.count()  # names the answers' memos (the slop worker keeps twins of them)
+CHILD_CHECK_WAIT_S = 5.0  # a duplicate check the check worker has not answered by then: here
+_MEMO_SERIALS = itertools.count()  # names the answers' memos (the check worker keeps twins of them)
 
 
 class ReviewSuperseded(SparkError):
@@ -56,15 +56,15 @@ def _added_lines(ranges: list[tuple[str, int, int]]) -> list[int]:
     return [start + i for _, start, count in ranges for i in range(count)]
 
 
-def _child_answer(worker: SlopWorker, job: Future) -> list | None:
-    """A duplicate check's answer from the slop worker's child; None when it failed, was
+def _child_answer(worker: CheckWorker, job: Future) -> list | None:
+    """A duplicate check's answer from the check worker's child; None when it failed, was
     dropped or did not come within CHILD_CHECK_WAIT_S (then it is dropped there): the
     caller checks in this process."""
-    from core.detectors.slop_worker import SlopWorkerError
+    from core.check_worker import CheckWorkerError
 
     try:
         return list(job.result(timeout=CHILD_CHECK_WAIT_S))
-    except (SlopWorkerError, CancelledError, TimeoutError) as exc:
+    except (CheckWorkerError, CancelledError, TimeoutError) as exc:
         if isinstance(exc, TimeoutError):
             worker.drop([job])
         return None
@@ -134,9 +134,9 @@ class Workstation:
         self._reviewed_at: dict[str, int] = {}  # path -> when it was last reviewed (a counter)
         self._review_count = 0
         self._dup_pool: ThreadPoolExecutor | None = None  # duplicate checks wait on the indexer process
-        # the slop worker's copy of the duplicate index (worker, its child's pid when built)
-        self._dups_child: tuple[SlopWorker, int | None] | None = None
-        self._dups_child_loading: SlopWorker | None = None
+        # the check worker's copy of the duplicate index (worker, its child's pid when built)
+        self._dups_child: tuple[CheckWorker, int | None] | None = None
+        self._dups_child_loading: CheckWorker | None = None
         # per answer (request id): its duplicate checks per top-level statement, remembered
         self._dup_checks: dict[str, StatementChecks] = {}
         self._dup_queued: dict[str, list[Future]] = {}  # per answer: its last pass's checks
@@ -159,7 +159,7 @@ class Workstation:
         """Index in the background (core/indexing: a child process for a large tree, an
         on-disk cache per repository) and wait until done. Only this thread waits: requests
         meanwhile use the repo map indexed so far (`self.indexes.snapshot()` never blocks)."""
-        from core.detectors.slop_worker import shared
+        from core.check_worker import shared
         from core.indexing.service import attach
 
         worker = shared()
@@ -167,20 +167,20 @@ class Workstation:
             worker.warm()  # the first answer's review does not wait for its start
         service = attach(self)
         # files changed between the tree's listing and the watcher's start: the indexer's
-        # recheck finds them; the slop worker's copy of the index must hear of them too
+        # recheck finds them; the check worker's copy of the index must hear of them too
         service.on_recheck = self._to_dups_child
         if worker is not None:
             # the indexer says thread or process once it listed the tree (~0.1 s): a tree
-            # indexed in this process is indexed in the slop worker at the same time
+            # indexed in this process is indexed in the check worker at the same time
             while service.snapshot().mode == "starting" and not service.wait(0.02):
                 pass
             if service.snapshot().mode == "thread":
                 self._dups_to_child(worker.dups)
         service.wait()
 
-    def _dups_to_child(self, worker: SlopWorker) -> None:
+    def _dups_to_child(self, worker: CheckWorker) -> None:
         """The duplicate checks of a tree indexed in a thread of this process go to a copy
-        of its index in the slop worker once it is built there (the child builds it from
+        of its index in the check worker once it is built there (the child builds it from
         the disk, as the indexer did; file events follow it there): each check is parse,
         fingerprint and ranking under the GIL (~1-2 ms a statement, ~100 ms per many-edits
         stream), and the final pass waited for the checks the stream could not keep up with.
@@ -196,7 +196,7 @@ class Workstation:
 
     def _check_dups(self, source: str, path: str | None = None, *,
                     lines: Collection[int] | None = None) -> list:
-        """`self.dups.check_source`, answered by the slop worker's copy of the index when
+        """`self.dups.check_source`, answered by the check worker's copy of the index when
         it has one (the same index, built from the same files), else here. A child that
         died, failed or did not answer within CHILD_CHECK_WAIT_S: checked here."""
         worker = self._live_dups_child()
@@ -207,8 +207,8 @@ class Workstation:
                 return found
         return self.dups.check_source(source, path, lines=lines)
 
-    def _live_dups_child(self) -> SlopWorker | None:
-        """The slop worker whose child holds this tree's index, or None (the caller checks
+    def _live_dups_child(self) -> CheckWorker | None:
+        """The check worker whose child holds this tree's index, or None (the caller checks
         here). A child started anew since it built the index has none: it builds its own."""
         child = self._dups_child
         if child is None:
@@ -240,7 +240,7 @@ class Workstation:
         return instruction
 
     def _to_dups_child(self, changes: list[tuple[str, str]]) -> None:
-        """File events (path, kind) for the slop worker's copy of the duplicate index, if
+        """File events (path, kind) for the check worker's copy of the duplicate index, if
         it has one or is building it (events during its build are applied after it)."""
         child = self._dups_child_loading
         py = [(path, kind) for path, kind in changes if path.endswith(".py")]
@@ -608,10 +608,10 @@ class Workstation:
                   final: bool = False) -> Future | None:
         """The slop analysis of one file's new text, sent to the worker process (or the one
         already sent for this text); None for a file slop does not read. `final`: the
-        answer has ended (see SlopWorker.analyze)."""
+        answer has ended (see CheckWorker.analyze)."""
         if not fp.path.endswith(".py"):
             return None
-        from core.detectors.slop_worker import analyze_change_off_thread
+        from core.check_worker import analyze_change_off_thread
 
         key = (fp.path, fp.new_text, frozenset(_added_lines(_new_ranges(fp))))
         job = jobs.get(key)
@@ -629,7 +629,7 @@ class Workstation:
         import time
         from concurrent.futures import wait
 
-        from core.detectors.slop_worker import SLOP_CHILD_WAIT_S
+        from core.check_worker import SLOP_CHILD_WAIT_S
 
         until = time.monotonic() + SLOP_CHILD_WAIT_S  # then its reader decides (report_of: here)
         while not wait([job], timeout=0.005).done and time.monotonic() < until:
@@ -638,7 +638,7 @@ class Workstation:
 
     @staticmethod
     def _drop_slop_jobs(jobs: list[Future]) -> None:
-        from core.detectors.slop_worker import shared
+        from core.check_worker import shared
 
         worker = shared()
         if worker is not None and jobs:
@@ -669,7 +669,7 @@ class Workstation:
         return self._dup_pool.submit(self._check_dups, fp.new_text, fp.path, lines=added)
 
     def _memo_matches(self, memo: StatementChecks, text: str, path: str, added: list[int]) -> list:
-        """`memo.matches(text, path, added)`, computed by the slop worker's twin of the memo
+        """`memo.matches(text, path, added)`, computed by the check worker's twin of the memo
         when it has the index (the file's cut and the memo's work then hold no GIL here),
         else here."""
         worker = self._live_dups_child()
@@ -698,12 +698,12 @@ class Workstation:
 
     def _review_python(self, fp, ranges, review: Review, dup_check: Future | None = None,
                        slop_job: Future | None = None) -> None:
-        from core.detectors.slop_worker import report_of
+        from core.check_worker import report_of
 
         if dup_check is None and self.dups_ready:
             dup_check = self._start_dup_check(fp)
         if slop_job is None:  # a file reviewed alone; without a worker process slop runs below
-            from core.detectors.slop_worker import analyze_change_off_thread
+            from core.check_worker import analyze_change_off_thread
 
             slop_job = analyze_change_off_thread(fp.path, fp.new_text, set(_added_lines(ranges)))
         if dup_check is None and not self.dups_ready and any(hunk.new_lines for hunk in fp.hunks):

@@ -329,7 +329,7 @@ def _string_lines(tree: ast.Module | None, lines: list[str] | None = None) -> se
 
 
 _STRING_ROWS: dict[tuple[str, int], tuple[int, ...]] = {}
-_RULE_LOCK = threading.Lock()  # the memos below (the slop worker's threads share them)
+_RULE_LOCK = threading.Lock()  # the memos below (the check worker's threads share them)
 
 
 class Elided(ast.Pass):

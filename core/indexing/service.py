@@ -370,7 +370,7 @@ class IndexService:
         if changed:
             changes = [(rel, "modified") for rel in changed]
             self.on_file_changes(changes)
-            if self.on_recheck is not None:  # others that follow file events (the slop worker's index)
+            if self.on_recheck is not None:  # others that follow file events (the check worker's index)
                 self.on_recheck(changes)
 
     def _run(self) -> None:

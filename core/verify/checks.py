@@ -82,7 +82,7 @@ def quick_check(files: Mapping[str, str]) -> list[Problem]:
 def check_texts(items: Sequence[tuple[str, str]]) -> list[list[Problem]]:
     """Problems of each (path, text) pair, in order; the same path may come twice (the
     text before and after an edit), and every ruff run of the batch goes concurrently.
-    Python syntax is checked in the slop worker process (`_syntax_jobs`)."""
+    Python syntax is checked in the check worker process (`_syntax_jobs`)."""
     out: list[list[Problem]] = []
     ruff_todo: list[tuple[int, str, str]] = []
     keys = [_cache_key(path, text) for path, text in items]
@@ -144,7 +144,7 @@ SYNTAX_WAIT_S = 10.0  # a worker that has not answered by then: the check runs h
 
 
 def _syntax_jobs(items: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Future[list[Problem]]]:
-    """Each Python text's syntax check, sent to the slop worker process at once (they run
+    """Each Python text's syntax check, sent to the check worker process at once (they run
     there while this thread waits; none when there is no worker).
 
     Why: the parse is CPU under the GIL. While an answer streams the verifier checks the
@@ -152,7 +152,7 @@ def _syntax_jobs(items: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Futu
     frames and keys waited behind (py-spy --gil: as long as half of what the UI thread ran
     meanwhile). The child runs the same `check_syntax` and remembers each statement's
     parse, so a file's new text parses there only what changed."""
-    from core.detectors.slop_worker import syntax_off_thread
+    from core.check_worker import syntax_off_thread
 
     jobs: dict[tuple[str, str], Future[list[Problem]]] = {}
     for path, text in items:
@@ -168,11 +168,11 @@ def _syntax_of(job: Future[list[Problem]] | None, path: str, text: str) -> list[
     """The worker's answer, or the same check in this thread (no worker, it failed, it
     was dropped or it did not answer within SYNTAX_WAIT_S): never a silent "no problem"."""
     if job is not None:
-        from core.detectors.slop_worker import SlopWorkerError, shared
+        from core.check_worker import CheckWorkerError, shared
 
         try:
             return list(job.result(timeout=SYNTAX_WAIT_S))
-        except (SlopWorkerError, CancelledError, TimeoutError) as exc:
+        except (CheckWorkerError, CancelledError, TimeoutError) as exc:
             if isinstance(exc, TimeoutError) and (worker := shared()) is not None:
                 worker.drop([job])
     return check_syntax(path, text)

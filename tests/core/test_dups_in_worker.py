@@ -1,7 +1,7 @@
-"""Duplicate checks answered by the slop worker's copy of the index equal the checks of the
+"""Duplicate checks answered by the check worker's copy of the index equal the checks of the
 index in this process.
 
-A tree indexed in a thread of the app is indexed in the slop worker too, so the review's
+A tree indexed in a thread of the app is indexed in the check worker too, so the review's
 duplicate checks (parse, fingerprint, ranking: ~1-2 ms a statement) hold no GIL the UI
 needs. The properties: on real files, with random edits and line sets, the child's answer
 is `DuplicateIndex.check_source` here; after files change (events sent to the child) it is
@@ -21,9 +21,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.detectors import slop_worker
+from core import check_worker
+from core.check_worker import CheckWorker, CheckWorkerError
 from core.detectors.duplicates import DuplicateIndex
-from core.detectors.slop_worker import SlopWorker, SlopWorkerError
 from tests.core.detectors.real_code import (
     read_text,
     sample_modules,
@@ -55,7 +55,7 @@ def here(tree) -> DuplicateIndex:
 
 @pytest.fixture(scope="module")
 def child(tree):
-    worker = SlopWorker()
+    worker = CheckWorker()
     assert worker.dups_load(str(tree[0])).result(timeout=120) > 0
     yield worker
     worker.close()
@@ -88,7 +88,7 @@ def test_after_file_events_the_child_checks_as_the_index_here_given_them(tmp_pat
     root.mkdir()
     for n, path in enumerate(files[:8]):
         shutil.copyfile(path, root / f"m{n}.py")
-    worker = SlopWorker()
+    worker = CheckWorker()
     try:
         here = DuplicateIndex(root)
         here.build()
@@ -111,9 +111,9 @@ def test_after_file_events_the_child_checks_as_the_index_here_given_them(tmp_pat
 
 
 def test_no_index_there_fails_the_check_for_the_caller() -> None:
-    worker = SlopWorker()
+    worker = CheckWorker()
     try:
-        with pytest.raises(SlopWorkerError, match="no duplicate index"):
+        with pytest.raises(CheckWorkerError, match="no duplicate index"):
             worker.dups_check("/nonexistent/root", "def f():\n    return 1\n", "x.py", None).result(timeout=60)
     finally:
         worker.close()
@@ -123,8 +123,8 @@ def _station(root: Path, monkeypatch) -> tuple:
     """A Workstation whose duplicate index is built here and in a worker of its own."""
     from core.workstation import Workstation
 
-    pool = slop_worker.SlopPool(1)
-    monkeypatch.setattr(slop_worker, "_SHARED", pool)
+    pool = check_worker.CheckPool(1)
+    monkeypatch.setattr(check_worker, "_SHARED", pool)
     station = Workstation(root)
     station.dups.build()
     station.dups_ready = True

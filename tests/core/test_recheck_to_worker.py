@@ -1,5 +1,5 @@
 """Files changed between the tree's listing and the watcher's start are found by the
-indexer's recheck; the slop worker's copy of a thread-mode tree's duplicate index must hear
+indexer's recheck; the check worker's copy of a thread-mode tree's duplicate index must hear
 of them too (`IndexService.on_recheck` -> `Workstation._to_dups_child`), or its duplicate
 checks miss what those files hold."""
 

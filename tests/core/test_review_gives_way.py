@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from core import check_worker
 from core.answer import AnswerRun
-from core.detectors import slop_worker
 from core.workstation import ReviewSuperseded, Workstation
 
 SOURCE = "def {name}(items):\n    out = []\n    for item in items:\n        out.append(item)\n    return out\n"
@@ -38,7 +38,7 @@ def _streaming(tmp_path) -> tuple[Workstation, AnswerRun]:
 @pytest.mark.parametrize("finished, reviewed", [(False, 1), (True, 0)])
 def test_a_superseded_pass_gives_way_before_its_first_file_only_once_the_answer_finished(
         tmp_path, monkeypatch, finished, reviewed):
-    monkeypatch.setenv(slop_worker.ENV, "0")
+    monkeypatch.setenv(check_worker.ENV, "0")
     station, run = _streaming(tmp_path)
     if finished:
         run.finish("stop")
@@ -60,7 +60,7 @@ def test_a_pass_waiting_for_its_first_file_gives_way_when_the_answer_ends_meanwh
     from core import workstation
 
     never: Future = Future()  # the worker never answers
-    monkeypatch.setattr(slop_worker, "analyze_change_off_thread", lambda *a, **k: never)
+    monkeypatch.setattr(check_worker, "analyze_change_off_thread", lambda *a, **k: never)
     monkeypatch.setattr(workstation.Workstation, "_drop_slop_jobs", staticmethod(lambda jobs: None))
     station, run = _streaming(tmp_path)
     run.rebuild_proposal()

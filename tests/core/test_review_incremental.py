@@ -17,8 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from core import check_worker
 from core.answer import AnswerRun
-from core.detectors import slop_worker
 from core.workstation import ReviewSuperseded, Workstation
 from tests.core.detectors.real_code import SITE_PACKAGES, read_text, real_python_files
 
@@ -54,7 +54,7 @@ def _findings(station: Workstation, run: AnswerRun) -> list[tuple]:
 def test_review_after_a_stream_equals_review_from_scratch(tmp_path_factory: pytest.TempPathFactory,
                                                           monkeypatch: pytest.MonkeyPatch,
                                                           data: st.DataObject) -> None:
-    monkeypatch.setenv(slop_worker.ENV, "0")  # slop in this thread (the worker's is the same code)
+    monkeypatch.setenv(check_worker.ENV, "0")  # slop in this thread (the worker's is the same code)
     files = real_python_files((SITE_PACKAGES,), 4_000, 20_000)
     if not files:
         pytest.skip("no site-packages Python files to test on")

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from core import check_worker
 from core.answer import AnswerRun
-from core.detectors import slop_worker
 from core.indexing.service import DuplicateCheckUnavailable, IndexService
 from core.workstation import Workstation
 
@@ -45,7 +45,7 @@ ANSWER = ("I add an order total.\n\nshop/totals.py\n```python\n<<<<<<< SEARCH\n\
 
 @pytest.fixture
 def station(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workstation:
-    monkeypatch.setenv(slop_worker.ENV, "0")
+    monkeypatch.setenv(check_worker.ENV, "0")
     (tmp_path / "shop").mkdir()
     (tmp_path / "shop" / "totals.py").write_text(ORIGINAL)
     station = Workstation(tmp_path)

@@ -2,7 +2,7 @@
 
 `DuplicateIndex.apply_events` is the one place where watcher events (path, kind) become
 index work: the app's `Workstation.on_file_changes`, the indexer child's `on_events` and
-the slop worker's copy of the index all call it. The property: after any sequence of
+the check worker's copy of the index all call it. The property: after any sequence of
 events on a real tree (files added, changed, deleted, renamed, made binary or too big,
 events outside the tree or for files the walk skips), given in batches as a watcher
 gives them, the index holds the same functions and answers the same checks as an index

@@ -1,4 +1,4 @@
-"""The verifier's Python syntax check in the slop worker process says what it says here.
+"""The verifier's Python syntax check in the check worker process says what it says here.
 
 While an answer streams, the verifier parses the files it edits (as they were, then their
 new texts): that parse runs in the worker process so it holds no GIL the UI needs. The
@@ -17,8 +17,8 @@ import time
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from core.detectors import slop_worker
-from core.detectors.slop_worker import SlopPool, SlopWorker
+from core import check_worker
+from core.check_worker import CheckPool, CheckWorker
 from core.verify import checks
 from core.verify.checks import SYNTAX, check_syntax, check_texts
 from tests.core.verify.test_syntax_segments import texts
@@ -29,7 +29,7 @@ FINE = "import os\n\n\ndef ok(a):\n    return os.path.join(a, 'b')\n"
 
 @pytest.fixture(scope="module")
 def worker():
-    w = SlopWorker()
+    w = CheckWorker()
     yield w
     w.close()
 
@@ -45,8 +45,8 @@ def test_the_child_checks_syntax_as_this_process_does(worker, case):
 @pytest.fixture
 def own_pool(monkeypatch):
     """check_texts' worker is the process's shared pool: a pool of the test's own."""
-    pool = SlopPool(1)
-    monkeypatch.setattr(slop_worker, "_SHARED", pool)
+    pool = CheckPool(1)
+    monkeypatch.setattr(check_worker, "_SHARED", pool)
     monkeypatch.setattr(checks, "_CACHE", {})
     pool.warm()  # the app starts it while it indexes
     yield pool
@@ -56,8 +56,8 @@ def own_pool(monkeypatch):
 def test_a_worker_not_started_is_not_started_for_a_check(monkeypatch):
     """A verifier without the app (a CLI, a benchmark) checks here rather than wait for a
     child to start (~0.4 s on its first check)."""
-    pool = SlopPool(1)
-    monkeypatch.setattr(slop_worker, "_SHARED", pool)
+    pool = CheckPool(1)
+    monkeypatch.setattr(check_worker, "_SHARED", pool)
     monkeypatch.setattr(checks, "_CACHE", {})
     try:
         assert check_texts([("b.py", BROKEN)]) == [check_syntax("b.py", BROKEN)]
@@ -71,8 +71,8 @@ def test_check_texts_finds_the_same_with_and_without_the_worker(own_pool, monkey
     with_worker = check_texts(items)
     assert own_pool.workers[0]._proc is not None  # the syntax went to the child
     monkeypatch.setattr(checks, "_CACHE", {})
-    monkeypatch.setenv(slop_worker.ENV, "0")
-    monkeypatch.setattr(slop_worker, "_SHARED", None)
+    monkeypatch.setenv(check_worker.ENV, "0")
+    monkeypatch.setattr(check_worker, "_SHARED", None)
     assert check_texts(items) == with_worker
     assert [p.code for p in with_worker[1]] == [SYNTAX] and with_worker[0] == []
     assert [p.code for p in with_worker[3]] == ["F401", "F821"]  # ruff still runs on texts that parse
@@ -101,6 +101,6 @@ def test_a_dead_worker_fails_the_job_and_the_check_runs_here(own_pool, monkeypat
     child.kill()
     child.wait()
     assert checks._syntax_of(job, "b.py", BROKEN) == check_syntax("b.py", BROKEN) != []
-    assert isinstance(job.exception(timeout=30), slop_worker.SlopWorkerError)
+    assert isinstance(job.exception(timeout=30), check_worker.CheckWorkerError)
     # the next check starts a new child and gets its answer from there
     assert own_pool.syntax("b.py", BROKEN).result(timeout=60) == check_syntax("b.py", BROKEN)

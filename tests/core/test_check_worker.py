@@ -1,4 +1,4 @@
-"""Slop in the worker process (core/detectors/slop_worker.py) is slop in-process.
+"""Slop in the worker process (core/check_worker.py) is slop in-process.
 
 The review sends each file's slop analysis to a child interpreter so its CPU does not hold
 the app's GIL. The properties: the child's report equals `analyze_change` run here, on
@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.detectors import slop_worker
+from core import check_worker
+from core.check_worker import CheckWorker, CheckWorkerError, report_of
 from core.detectors.slop import analyze_change
-from core.detectors.slop_worker import SlopWorker, SlopWorkerError, report_of
 from tests.core.detectors.test_slop_scope import _added_lines, _real_file
 
 SLOPPY = '''import os
@@ -49,7 +49,7 @@ def _eventually(condition, timeout: float = 20.0) -> bool:
 
 @pytest.fixture(scope="module")
 def worker():
-    w = SlopWorker()
+    w = CheckWorker()
     yield w
     w.close()
 
@@ -85,7 +85,7 @@ def test_a_dead_child_fails_pending_jobs_and_the_caller_computes_them(monkeypatc
     import os
     import signal
 
-    w = SlopWorker()
+    w = CheckWorker()
     try:
         w.warm()
         assert w._proc is not None
@@ -95,7 +95,7 @@ def test_a_dead_child_fails_pending_jobs_and_the_caller_computes_them(monkeypatc
         assert not job.done()
         w._proc.kill()
         w._proc.wait()
-        with pytest.raises(SlopWorkerError):
+        with pytest.raises(CheckWorkerError):
             job.result(timeout=30)
         assert report_of(job, "x.py", SLOPPY, added) == analyze_change("x.py", SLOPPY, SLOPPY, added=added)
         # the next job starts a new child
@@ -106,26 +106,26 @@ def test_a_dead_child_fails_pending_jobs_and_the_caller_computes_them(monkeypatc
 
 
 def test_no_worker_and_a_child_that_cannot_start(monkeypatch):
-    monkeypatch.setenv(slop_worker.ENV, "0")
-    assert slop_worker.shared() is None
-    assert slop_worker.analyze_change_off_thread("x.py", SLOPPY, {5}) is None
+    monkeypatch.setenv(check_worker.ENV, "0")
+    assert check_worker.shared() is None
+    assert check_worker.analyze_change_off_thread("x.py", SLOPPY, {5}) is None
     assert report_of(None, "x.py", SLOPPY, {5}) == analyze_change("x.py", SLOPPY, SLOPPY, added={5})
 
     def broken() -> tuple:
-        raise SlopWorkerError("cannot start: no interpreter")
+        raise CheckWorkerError("cannot start: no interpreter")
 
-    monkeypatch.setattr(slop_worker, "_spawn_child", broken)
-    w = SlopWorker()
-    jobs = [w.analyze("x.py", SLOPPY, {5}) for _ in range(slop_worker.MAX_RESTARTS + 2)]
-    assert all(isinstance(job.exception(), SlopWorkerError) for job in jobs)
-    assert w._starts == slop_worker.MAX_RESTARTS  # then it stops trying
+    monkeypatch.setattr(check_worker, "_spawn_child", broken)
+    w = CheckWorker()
+    jobs = [w.analyze("x.py", SLOPPY, {5}) for _ in range(check_worker.MAX_RESTARTS + 2)]
+    assert all(isinstance(job.exception(), CheckWorkerError) for job in jobs)
+    assert w._starts == check_worker.MAX_RESTARTS  # then it stops trying
 
 
 def test_a_closed_worker_answers_no_more():
-    w = SlopWorker()
+    w = CheckWorker()
     w.close()
     job: Future = w.analyze("x.py", SLOPPY, {random.randint(1, 5)})
-    assert isinstance(job.exception(), SlopWorkerError)
+    assert isinstance(job.exception(), CheckWorkerError)
 
 
 def test_a_cancelled_job_is_computed_by_the_caller():
@@ -174,13 +174,13 @@ def test_a_review_finds_the_same_with_and_without_the_worker(tmp_path, monkeypat
         return out
 
     with_worker = reviews()
-    monkeypatch.setenv(slop_worker.ENV, "0")
+    monkeypatch.setenv(check_worker.ENV, "0")
     assert with_worker == reviews()
     assert all(any(kind == "slop" for _, kind, _, _ in found) for found in with_worker)
 
 
 def test_a_pool_spreads_jobs_over_its_workers_and_drops_across_them():
-    pool = slop_worker.SlopPool(2)
+    pool = check_worker.CheckPool(2)
     try:
         pool.warm()
         assert len(pool.pids) == 2
@@ -227,7 +227,7 @@ def test_jobs_wait_in_the_parent_and_a_submit_never_blocks_on_a_busy_child():
     import signal
     import time
 
-    w = SlopWorker()
+    w = CheckWorker()
     try:
         w.warm()
         assert w._proc is not None
@@ -238,7 +238,7 @@ def test_jobs_wait_in_the_parent_and_a_submit_never_blocks_on_a_busy_child():
         jobs = [w.analyze(f"b{i}.py", big + f"# {i}\n", added) for i in range(8)]
         assert time.perf_counter() - t0 < 5  # 2.4 MB: a blocking send would wait for the stopped child
         time.sleep(0.2)
-        assert len(w._sent) <= slop_worker.MAX_IN_FLIGHT and len(w._outbox) >= 8 - slop_worker.MAX_IN_FLIGHT
+        assert len(w._sent) <= check_worker.MAX_IN_FLIGHT and len(w._outbox) >= 8 - check_worker.MAX_IN_FLIGHT
         w.drop(jobs[2:6])
         assert all(job.cancelled() for job in jobs[2:6]) and w.pending() == 4
         assert not any(item[0] in {2, 3, 4, 5} for item in w._outbox)  # never sent
@@ -288,7 +288,7 @@ def test_slop_jobs_go_before_syntax_jobs_waiting_in_the_parent():
 
     from core.verify.checks import check_syntax
 
-    w = SlopWorker()
+    w = CheckWorker()
     try:
         w.warm()
         assert w._proc is not None
@@ -319,7 +319,7 @@ def test_slop_jobs_go_before_syntax_jobs_waiting_in_the_parent():
 def test_the_duplicate_index_has_a_child_of_its_own_that_yields_the_cpu():
     import os
 
-    pool = slop_worker.SlopPool(1)
+    pool = check_worker.CheckPool(1)
     try:
         pool.warm()
         assert pool.dups._proc is None  # started by its first job, not with the slop children
@@ -327,7 +327,7 @@ def test_the_duplicate_index_has_a_child_of_its_own_that_yields_the_cpu():
         assert pool.dups._proc is not None and pool.dups._proc.pid not in {w._proc.pid for w in pool.workers}
         assert set(pool.pids) == {pool.workers[0]._proc.pid, pool.dups._proc.pid}
         mine = os.getpriority(os.PRIO_PROCESS, 0)
-        assert os.getpriority(os.PRIO_PROCESS, pool.dups._proc.pid) == min(19, mine + slop_worker.DUPS_NICE)
+        assert os.getpriority(os.PRIO_PROCESS, pool.dups._proc.pid) == min(19, mine + check_worker.DUPS_NICE)
         assert os.getpriority(os.PRIO_PROCESS, pool.workers[0]._proc.pid) == mine
     finally:
         pool.close()
@@ -340,16 +340,16 @@ def test_an_ended_answers_jobs_all_go_to_the_child_at_once():
     import signal
     import time
 
-    w = SlopWorker()
+    w = CheckWorker()
     try:
         w.warm()
         assert w._proc is not None
         os.kill(w._proc.pid, signal.SIGSTOP)
         added = set(range(1, 12))
         early = [w.analyze(f"e{i}.py", SLOPPY + f"# e{i}\n", added) for i in range(3)]
-        assert _eventually(lambda: len(w._sent) == slop_worker.MAX_IN_FLIGHT)
+        assert _eventually(lambda: len(w._sent) == check_worker.MAX_IN_FLIGHT)
         time.sleep(0.1)
-        assert len(w._sent) == slop_worker.MAX_IN_FLIGHT and len(w._outbox) == 1
+        assert len(w._sent) == check_worker.MAX_IN_FLIGHT and len(w._outbox) == 1
         final = [w.analyze(f"f{i}.py", SLOPPY + f"# f{i}\n", added, final=True) for i in range(4)]
         assert _eventually(lambda: len(w._sent) == 7)
         assert not w._outbox and not w._final
@@ -370,7 +370,7 @@ def test_a_stuck_child_is_stopped_and_the_caller_computes_the_report():
     import os
     import signal
 
-    w = SlopWorker()
+    w = CheckWorker()
     try:
         w.warm()
         stuck = w._proc
@@ -399,7 +399,7 @@ def test_a_review_says_when_ruff_could_not_run(tmp_path, monkeypatch):
     def broken(*_a, **_k):
         raise RuffUnavailable("ruff exited 2: broken for the test")
 
-    monkeypatch.setenv(slop_worker.ENV, "0")
+    monkeypatch.setenv(check_worker.ENV, "0")
     monkeypatch.setattr(slop, "run_ruff", broken)
     monkeypatch.setattr(slop, "run_ruff_many", broken)
     (tmp_path / "mod.py").write_text("def keep(x):\n    return x\n")
@@ -438,4 +438,4 @@ def test_the_childs_syntax_answer_is_check_syntax(data):
             lines[at] = lines[at][: data.draw(st.integers(0, len(lines[at])), label="cut")]
     text = "\n".join(lines)
     path = data.draw(st.sampled_from([name, "x.pyi", "notes.txt", "data.json", "pkg/mod.py"]), label="path")
-    assert slop_worker._answer("syntax", [path, text]) == check_syntax(path, text)
+    assert check_worker._answer("syntax", [path, text]) == check_syntax(path, text)

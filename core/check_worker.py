@@ -1,18 +1,20 @@
-"""Slop analysis (and the verifier's Python syntax check) in a separate interpreter, so
-their CPU never holds the app's GIL.
+"""An answer's checks in separate interpreters, so their CPU never holds the app's GIL:
+slop analysis, the verifier's Python syntax check, and duplicate checks against a copy of
+the tree's duplicate index (core.detectors for the first and last, core.verify for the
+syntax: this module serves both, so it sits above them in core/).
 
 Why: an answer's review parses each edited file and runs our rules on it (~40-70 ms per
 2,500-line file). In the app's process that work takes turns for the GIL with the UI
 thread, the duplicate check and the verifier: keys waited up to ~370 ms while an answer
 of 40 blocks was reviewed, and each review took 2-4x its own cost. Here it runs in one
-child interpreter (`python -m core.detectors.slop_worker`, like the indexer: a fresh
+child interpreter (`python -m core.check_worker`, like the indexer: a fresh
 interpreter, not multiprocessing's spawn, which re-imports an unguarded main script), on
 the other core where there is one, while the app's thread does the rest of the review.
 
 `analyze(path, new_text, added)` returns a Future of exactly what
 `slop.analyze_change(path, old, new_text, added)` returns (the same function runs in the
 child). Anything wrong with the child (it cannot start, dies, answers garbage) fails the
-Future with SlopWorkerError; `report_of` then runs the analysis in the caller's thread
+Future with CheckWorkerError; `report_of` then runs the analysis in the caller's thread
 instead, so a review never loses its slop findings. `SPARK_SLOP_PROCESS=0` keeps it all
 in-process.
 
@@ -22,10 +24,16 @@ were (six 2,500-line originals: ~150 ms of parsing, held the GIL as long as half
 the UI thread drew meanwhile), then the new texts, whose unchanged statements the child
 remembers (pyparse.segments), so they parse only what changed.
 
+The duplicate jobs (`dups_load`, `dups_events`, `dups_check`, `dups_matches`) go to a child
+of their own (`CheckPool.dups`, niced): it builds the index of a thread-mode tree, hears
+the same file events as the app's index (`DuplicateIndex.apply_events`), and answers the
+review's checks and statement memos.
+
 Protocol over one socket (multiprocessing.connection, pickles between two processes of
-the same program): parent -> child ("slop", id, path, new_text, added), ("syntax", id, path, text) or ("stop",);
+the same program): parent -> child ("slop", id, path, new_text, added), ("syntax", id, path, text),
+("dups-load" | "dups-events" | "dups-check" | "dups-matches", id, root, ...) or ("stop",);
 ("drop", [id, ...]) (nobody waits for them: skipped if not started);
-child -> parent ("ok", id, SlopReport or list[Problem]) or ("error", id, text).
+child -> parent ("ok", id, answer) or ("error", id, text).
 """
 
 from __future__ import annotations
@@ -65,19 +73,19 @@ SLOP_CHILD_WAIT_S = 10.0
 DUPS_NICE = 10
 
 
-class SlopWorkerError(SparkError):
-    """The slop child process could not answer (not started, died, closed)."""
+class CheckWorkerError(SparkError):
+    """The check child process could not answer (not started, died, closed)."""
 
 
 def enabled() -> bool:
     return os.environ.get(ENV, "1").strip().lower() not in ("0", "false", "no", "off")
 
 
-_OWNERS: weakref.WeakKeyDictionary[Future[Any], SlopWorker] = weakref.WeakKeyDictionary()  # job -> its worker
+_OWNERS: weakref.WeakKeyDictionary[Future[Any], CheckWorker] = weakref.WeakKeyDictionary()  # job -> its worker
 
 
-class SlopWorker:
-    """One child interpreter answering slop analyses in order; thread-safe.
+class CheckWorker:
+    """One child interpreter answering check jobs (slop, syntax, duplicates) in order; thread-safe.
 
     Jobs wait in the parent (`_outbox`) and a sender thread keeps MAX_IN_FLIGHT of them
     at the child. Sent at once, every pass of a fast-streaming answer put each edited
@@ -162,8 +170,8 @@ class SlopWorker:
                 if final:
                     self._final.add(job)
                 self._ready.notify_all()
-        except (OSError, ValueError, SlopWorkerError) as exc:
-            future.set_exception(SlopWorkerError(f"slop worker unavailable: {exc}"))
+        except (OSError, ValueError, CheckWorkerError) as exc:
+            future.set_exception(CheckWorkerError(f"check worker unavailable: {exc}"))
         return future
 
     def give_up(self, future: Future[Any]) -> None:
@@ -174,7 +182,7 @@ class SlopWorker:
             if future.done() or not any(f is future for f, _ in self._pending.values()):
                 return
             proc = self._proc
-        log.warning("slop worker: no answer in %.0f s: its child is stopped", SLOP_CHILD_WAIT_S)
+        log.warning("check worker: no answer in %.0f s: its child is stopped", SLOP_CHILD_WAIT_S)
         if proc is not None:
             try:
                 proc.kill()  # the reader sees the socket close and fails what is pending
@@ -208,8 +216,8 @@ class SlopWorker:
         with self._lock:
             try:
                 self._connection()
-            except (OSError, SlopWorkerError) as exc:
-                log.debug("slop worker did not start: %s", exc)
+            except (OSError, CheckWorkerError) as exc:
+                log.debug("check worker did not start: %s", exc)
 
     def close(self) -> None:
         with self._lock:
@@ -233,11 +241,11 @@ class SlopWorker:
     def _connection(self) -> Connection:
         """The live connection, starting the child if needed (called under the lock)."""
         if self._closed:
-            raise SlopWorkerError("closed")
+            raise CheckWorkerError("closed")
         if self._conn is not None:
             return self._conn
         if self._starts >= MAX_RESTARTS:
-            raise SlopWorkerError(f"the child failed {self._starts} times")
+            raise CheckWorkerError(f"the child failed {self._starts} times")
         self._starts += 1
         conn, self._proc = _spawn_child()
         if self._nice:
@@ -278,7 +286,7 @@ class SlopWorker:
                     future = self._pending.pop(job, (None, object))[0]
                     self._ready.notify_all()
                 if future is not None and not future.done():
-                    future.set_exception(SlopWorkerError(f"slop worker: cannot send: {exc!r}"))
+                    future.set_exception(CheckWorkerError(f"check worker: cannot send: {exc!r}"))
                 if isinstance(exc, OSError):
                     return  # the socket is gone: the reader sees it too
 
@@ -296,9 +304,9 @@ class SlopWorker:
                 if kind == "ok" and isinstance(payload, answer):
                     future.set_result(payload)
                 else:
-                    future.set_exception(SlopWorkerError(f"slop worker: {payload}"))
+                    future.set_exception(CheckWorkerError(f"check worker: {payload}"))
         except (EOFError, OSError, ValueError, TypeError) as exc:
-            why = f"slop worker stopped: {type(exc).__name__}"
+            why = f"check worker stopped: {type(exc).__name__}"
         with self._lock:
             if self._conn is conn:
                 self._conn = None
@@ -310,11 +318,11 @@ class SlopWorker:
             self._ready.notify_all()
         for future, _ in pending.values():
             if not future.done():
-                future.set_exception(SlopWorkerError(why))
+                future.set_exception(CheckWorkerError(why))
 
 
 def _spawn_child() -> tuple[Connection, Any]:
-    """Start `python -m core.detectors.slop_worker FD` on one end of a socket pair; the
+    """Start `python -m core.check_worker FD` on one end of a socket pair; the
     child exits when the socket closes (the app ended, even by a crash)."""
     import socket
     import subprocess
@@ -326,28 +334,28 @@ def _spawn_child() -> tuple[Connection, Any]:
     env["PYTHONPATH"] = package_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "core.detectors.slop_worker", str(theirs.fileno())],
+            [sys.executable, "-m", "core.check_worker", str(theirs.fileno())],
             pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL, env=env, close_fds=True)
     except OSError as exc:
         ours.close()
-        raise SlopWorkerError(f"cannot start: {exc}") from exc
+        raise CheckWorkerError(f"cannot start: {exc}") from exc
     finally:
         theirs.close()
     return Connection(ours.detach()), proc
 
 
-class SlopPool:
+class CheckPool:
     """A few workers, each job to the one with the fewest waiting: an answer's last
     token leaves one analysis per edited file, and one child works through them one
     after the other while the app's process mostly waits (a second core was idle)."""
 
     def __init__(self, size: int) -> None:
-        self.workers = [SlopWorker() for _ in range(max(1, size))]
+        self.workers = [CheckWorker() for _ in range(max(1, size))]
         # the duplicate index's own child (started by its first job): in the slop child
         # its checks queued behind the final pass's slop (~90 ms after the last token)
         # where they had run beside it
-        self.dups = SlopWorker(nice=DUPS_NICE)
+        self.dups = CheckWorker(nice=DUPS_NICE)
         self._turns = itertools.count()
 
     def analyze(self, path: str, new_text: str, added: set[int], *, final: bool = False) -> Future[SlopReport]:
@@ -356,8 +364,8 @@ class SlopPool:
     def syntax(self, path: str, text: str) -> Future[list[Problem]]:
         return self._least_busy().syntax(path, text)
 
-    def _least_busy(self) -> SlopWorker:
-        """The slop worker with the fewest jobs pending; ties go round."""
+    def _least_busy(self) -> CheckWorker:
+        """The check worker with the fewest jobs pending; ties go round."""
         start = next(self._turns) % len(self.workers)
         order = self.workers[start:] + self.workers[:start]
         return min(order, key=lambda w: w.pending())
@@ -386,18 +394,18 @@ class SlopPool:
 
 # one core is left to the app's own process (its UI thread, the duplicate checks)
 POOL_SIZE = max(1, min(2, (os.cpu_count() or 1) - 1))
-_SHARED: SlopPool | None = None
+_SHARED: CheckPool | None = None
 _SHARED_LOCK = threading.Lock()
 
 
-def shared() -> SlopPool | None:
-    """The process's slop workers (None when SPARK_SLOP_PROCESS=0)."""
+def shared() -> CheckPool | None:
+    """The process's check workers (None when SPARK_SLOP_PROCESS=0)."""
     global _SHARED
     if not enabled():
         return None
     with _SHARED_LOCK:
         if _SHARED is None:
-            _SHARED = SlopPool(POOL_SIZE)
+            _SHARED = CheckPool(POOL_SIZE)
             atexit.register(_SHARED.close)
         return _SHARED
 
@@ -405,7 +413,7 @@ def shared() -> SlopPool | None:
 def analyze_change_off_thread(path: str, new_text: str, added: set[int], *,
                               final: bool = False) -> Future[SlopReport] | None:
     """Slop of one edited file, sent to the worker process; None when there is none
-    (`report_of` then computes it in the caller's thread). `final`: see SlopWorker.analyze."""
+    (`report_of` then computes it in the caller's thread). `final`: see CheckWorker.analyze."""
     worker = shared()
     return None if worker is None else worker.analyze(path, new_text, added, final=final)
 
@@ -431,7 +439,7 @@ def report_of(future: Future[SlopReport] | None, path: str, new_text: str, added
             owner = _OWNERS.get(future)
             if owner is not None:
                 owner.give_up(future)
-        except (SlopWorkerError, CancelledError) as exc:  # cancelled: dropped by a newer pass
+        except (CheckWorkerError, CancelledError) as exc:  # cancelled: dropped by a newer pass
             log.debug("slop in-process: %r", exc)
     return analyze_change(path, new_text, new_text, added=added)
 
