@@ -1005,8 +1005,10 @@ class SparkApp(App):
     def _draw_key_frame(self) -> None:
         self._key_frame_due = False
         screen = self.screen
-        take_refreshes(screen, screen)  # what else waits to be drawn goes in this frame too
-        draw_now(screen)
+        if take_refreshes(screen, screen):  # what else waits to be drawn goes in this frame too
+            draw_now(screen)
+        else:  # (widgets being mounted: Textual draws the frame once they are, at its tick)
+            screen.check_idle()
 
     async def action_cancel(self) -> None:
         if self._stream is not None:

@@ -67,11 +67,15 @@ def take_refreshes(screen: Screen, root: Widget) -> bool:
     widgets' idle handlers and the screen's message handlers would a few loop turns later.
 
     Returns False (nothing taken: Textual's own path handles them) when the screen is not the
-    one shown, updates are batched, or this Textual lacks what it relies on."""
+    one shown, updates are batched, a widget under `root` is still being mounted, or this
+    Textual lacks what it relies on."""
     try:
         if screen.app._batch_count or not screen.is_current or root.screen is not screen:
             return False
-        for node in (root, *root.walk_children(Widget)):
+        nodes = [root, *root.walk_children(Widget)]
+        if not all(node.is_mounted for node in nodes):
+            return False  # a mount in progress: drawn now, its widgets showed blank until mounted
+        for node in nodes:
             for widget in (node, *node._get_virtual_dom()):  # (scrollbars are not children)
                 if widget._parent is not None and not widget._closing:
                     _register(screen, widget)

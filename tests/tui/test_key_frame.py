@@ -147,3 +147,19 @@ async def test_keys_in_a_burst_are_applied_once_each_in_order_and_drawn_once(dem
         assert drawn == [position], "one frame for the burst, drawn after its last key"
         assert displays.count >= 1
 
+
+
+async def test_no_key_frame_while_a_widget_is_being_mounted(demo_root, core_url):
+    """Drawn before their mount was processed, new hunks showed blank for a few frames (seen in
+    a real terminal: a 10-line gap in the diff while the stream's hunks were mounted)."""
+    from textual.widgets import Static
+
+    from tui.key_frame import take_refreshes
+
+    app = SparkApp(demo_root, core_url)
+    async with app.run_test(size=(120, 30)) as pilot:
+        _run, diff = await _streaming(app, pilot)
+        mounting = diff.mount(Static("a widget being mounted"))
+        assert not take_refreshes(app.screen, diff), "left to Textual while a mount is under way"
+        await mounting
+        assert take_refreshes(app.screen, diff)
