@@ -47,6 +47,17 @@ def _both(files: list[Path], tmp: Path) -> tuple[DuplicateIndex, ref.DuplicateIn
     return new, old
 
 
+def _remove_some_and_refreeze(data: st.DataObject, files: list[Path], new: DuplicateIndex,
+                              old: ref.DuplicateIndex) -> None:
+    """File events on both indexes: a few drawn files removed, then maybe a refreeze."""
+    for path in data.draw(st.lists(st.sampled_from(files), max_size=3, unique=True), label="removed"):
+        for index in (new, old):
+            index.remove_file(_rel(path))
+    if data.draw(st.booleans(), label="refreeze"):
+        new.finish_loading()
+        old.finish_loading()
+
+
 @settings(max_examples=25, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                  HealthCheck.function_scoped_fixture])
@@ -62,12 +73,7 @@ def test_compact_index_answers_like_the_old_one_on_real_code(data: st.DataObject
     for i, path in enumerate(files_with_copies[len(files):]):
         for index in (new, old):
             index.add_units(f"copy{i}/{path.name}", list(_units(path)))  # the delta
-    for path in data.draw(st.lists(st.sampled_from(files), max_size=3, unique=True), label="removed"):
-        for index in (new, old):
-            index.remove_file(_rel(path))
-    if data.draw(st.booleans(), label="refreeze"):
-        new.finish_loading()
-        old.finish_loading()
+    _remove_some_and_refreeze(data, files, new, old)
     assert new.indexed_count == old.indexed_count and new.function_count == old.function_count
     for path in data.draw(st.lists(st.sampled_from(pool), min_size=1, max_size=4), label="queries"):
         text = read_text(path)
@@ -118,12 +124,7 @@ def test_kgram_ids_read_back_the_rows_hashes_through_freezes_snapshots_and_event
     for path in later:
         for index in (new, old):
             index.add_units(f"later/{_rel(path)}", list(_units(path)))
-    for path in data.draw(st.lists(st.sampled_from(files), max_size=3, unique=True), label="removed"):
-        for index in (new, old):
-            index.remove_file(_rel(path))
-    if data.draw(st.booleans(), label="refreeze"):
-        new.finish_loading()
-        old.finish_loading()
+    _remove_some_and_refreeze(data, files, new, old)
     if mapped is not None:
         assert snap.read_bytes() == mapped
     expected = {(rel, u.symbol, u.line): u.features
