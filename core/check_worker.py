@@ -322,27 +322,13 @@ class CheckWorker:
 
 
 def _spawn_child() -> tuple[Connection, Any]:
-    """Start `python -m core.check_worker FD` on one end of a socket pair; the
-    child exits when the socket closes (the app ended, even by a crash)."""
-    import socket
-    import subprocess
-    import sys
+    """Start `python -m core.check_worker FD` (see core.child_process)."""
+    from core.child_process import spawn_module
 
-    ours, theirs = socket.socketpair()
-    package_root = str(Path(__file__).resolve().parents[2])
-    env = dict(os.environ)
-    env["PYTHONPATH"] = package_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     try:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "core.check_worker", str(theirs.fileno())],
-            pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, env=env, close_fds=True)
+        return spawn_module("core.check_worker")
     except OSError as exc:
-        ours.close()
         raise CheckWorkerError(f"cannot start: {exc}") from exc
-    finally:
-        theirs.close()
-    return Connection(ours.detach()), proc
 
 
 class CheckPool:

@@ -692,26 +692,9 @@ def _start_child_early(root: Path, cache_path: Path | None,
 
 
 def _spawn_child() -> tuple[Connection, subprocess.Popen]:
-    """Start `python -m core.indexing.worker` on one end of a socket pair.
+    """Start `python -m core.indexing.worker FD` (see core.child_process)."""
+    from core.child_process import spawn_module
 
-    A fresh interpreter rather than multiprocessing's spawn: spawn re-imports the parent's
-    main module, which an app launched from a script may not guard. The child exits when
-    the socket closes (the app ended, even by a crash).
-    """
-    import socket
-    import subprocess
-    import sys
-
-    ours, theirs = socket.socketpair()
-    package_root = str(Path(__file__).resolve().parents[2])
-    env = dict(os.environ)
-    env["PYTHONPATH"] = package_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     # the indexer never calls BLAS; OpenBLAS would start a thread per core at numpy's
     # import (~35 ms of CPU in a second launch's child, on its way to "duplicates ready")
-    env.setdefault("OPENBLAS_NUM_THREADS", "1")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "core.indexing.worker", str(theirs.fileno())],
-        pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL, env=env, close_fds=True)
-    theirs.close()
-    return Connection(ours.detach()), proc
+    return spawn_module("core.indexing.worker", env_defaults={"OPENBLAS_NUM_THREADS": "1"})
