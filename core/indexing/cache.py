@@ -420,6 +420,28 @@ def read_snapshot_file(file: Path, root: str, name: str, *, copy: bool = False) 
         return None
 
 
+def read_latest_snapshot_key(root: Path, name: str, path: Path | None = None) -> bytes | None:
+    """The key of the snapshot `read_latest_snapshot` would return, from its header alone
+    (no unpickling: the app learns it before its first frame and reads the object after);
+    None as there. The whole read may still refuse the file (damage past the header)."""
+    file = snapshot_file(path or cache_file(root), name)
+    try:
+        with open(file, "rb") as fh:
+            head = fh.read(len(SNAPSHOT_MAGIC) + 4)
+            if len(head) < len(SNAPSHOT_MAGIC) + 4 or not head.startswith(SNAPSHOT_MAGIC):
+                return None
+            (length,) = struct.unpack_from("<I", head, len(SNAPSHOT_MAGIC))
+            if length > _MAX_HEADER:
+                return None
+            header = json.loads(fh.read(length))
+        if not isinstance(header, dict) or header.get("version") != CACHE_VERSION \
+                or header.get("root") != str(Path(root).resolve()) or header.get("name") != name:
+            return None
+        return bytes.fromhex(header["key"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def read_latest_snapshot(root: Path, name: str, path: Path | None = None) -> tuple[bytes, Any] | None:
     """(key, object) of the snapshot last stored under `name`, whatever tree it was stored
     for: the app shows it at once and checks its key against the tree meanwhile. Read-only

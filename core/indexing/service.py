@@ -87,14 +87,15 @@ class _Preload:
     """The cached map read and the tree's check, begun before the service exists (the app
     starts it first thing, so both overlap the app's own start-up).
 
-    With `map_after_frame` (the app's), unless the indexer's child was started early (a core
-    to spare: its "init" needs the map's key at once), the map is read only once the app's
-    first frame is shown (or WARM_AFTER_FRAME_S passed), the child started just before that
-    read: on a real 20,000-file tree the read is 0.1-0.2 s of CPU under the GIL (unpickling),
-    which the app's start, CPU-bound on the same interpreter lock, waited for. Second launch
-    of real20k, alternating, shielded session at load 9-12: first frame 0.81 -> 0.67 s and
-    duplicates ready 1.16 -> 0.94 s (medians, 4 + 6 rounds). The tree's check (git, its own
-    process) still runs before the frame."""
+    With `map_after_frame` (the app's) only the stored map's key is read here (its header:
+    the indexer's "init" needs it); the service reads the map itself once the app's first
+    frame is shown. On a real 20,000-file tree that read is 0.1-0.2 s of CPU under the GIL
+    (unpickling), which the app's start, CPU-bound on the same interpreter lock, waited for.
+    The tree's check (git, its own process) still runs before the frame. Second launches,
+    alternating, own session at autogroup nice -20, load 8-10, with an early child (an idle
+    machine's path): real20k first frame 0.90 -> 0.83 s, duplicates ready 0.96 -> 0.89 s;
+    r20k 0.875 -> 0.77 and 0.945 -> 0.86 s (medians of 5-6; app CPU before the frame
+    0.77 -> 0.70 s)."""
 
     def __init__(self, root: Path, cache_path: Path | None, use_cache: bool,
                  map_after_frame: bool = False) -> None:
@@ -102,6 +103,7 @@ class _Preload:
         self.map_after_frame = map_after_frame
         self.started = time.monotonic()
         self.cached: tuple[bytes, Any] | None = None
+        self.cached_key: bytes | None = None  # map_after_frame: the stored map's key only
         self.tree: TreeState | None = None
         self.error: BaseException | None = None
         self.map_read = threading.Event()
@@ -118,23 +120,18 @@ class _Preload:
             if self.use_cache and _early_start_pays(self.root, self.cache_path):
                 # the child's start (~0.3 s of its CPU) overlaps the app's start too
                 self.child = _start_child_early(self.root, self.cache_path, self.use_cache)
-            if self.map_after_frame and self.child is None:
-                self.tree = pending.result()  # the tree before the frame (git's own process)
-                if self.use_cache:
-                    self.first_frame.wait(WARM_AFTER_FRAME_S)  # ... the map's read after it
-                    if _large_cached_tree(self.root, self.cache_path):
-                        # the child's start (its own process) then runs beside that read,
-                        # not after it (duplicates ready +0.1 s on real code otherwise)
-                        self.child = _start_child_early(self.root, self.cache_path, self.use_cache)
             try:
-                if self.use_cache:
+                if self.use_cache and self.map_after_frame:
+                    from core.indexing.cache import read_latest_snapshot_key
+
+                    self.cached_key = read_latest_snapshot_key(self.root, "map", self.cache_path)
+                elif self.use_cache:
                     from core.indexing.cache import read_latest_snapshot
 
                     self.cached = read_latest_snapshot(self.root, "map", self.cache_path)
             finally:
                 self.map_read.set()
-            if self.tree is None:
-                self.tree = pending.result()  # git checked the tree while the map was read
+            self.tree = pending.result()
         except Exception as exc:  # noqa: BLE001 -- the service says why, when it takes this
             self.error = exc
         finally:
@@ -215,6 +212,8 @@ class IndexService:
         self._tree: TreeState | None = None  # the tree as listed at start
         self._first_frame: threading.Event | None = None  # the app's, when it preloaded
         self._trusted = False  # the map installed is the cached one, not yet checked
+        self._map_resent = False  # the indexer was asked for the map it thinks the app holds
+        self._map_pending = False  # the cached map is being read after the first frame
         self._early: tuple[Connection, subprocess.Popen] | None = None  # a child started before the check
         self._local_dups: Any = None  # the thread indexer's DuplicateIndex
         self.on_growth: Callable[[int], None] | None = None  # the tree's line count, once known
@@ -378,6 +377,7 @@ class IndexService:
 
         # git checks the tree while the cached map loads: on an unchanged tree the map is
         # in place before the check ends, and the check only confirms it
+        deferred: bytes | None = None  # the stored map's key, the map not read yet
         try:
             pre = _take_preload(self.root, self.cache_path, self.use_cache)
             if pre is not None:
@@ -386,6 +386,8 @@ class IndexService:
                 self._early = pre.child
                 started = pre.child or self._spawn_early()
                 trusted = self._install_cached_map(pre.cached) if pre.cached is not None else None
+                if trusted is None and pre.cached_key is not None:
+                    trusted = deferred = pre.cached_key  # the map itself: after the first frame
                 pre.done.wait()
                 if pre.error is not None or pre.tree is None:
                     raise pre.error or RuntimeError("the tree check ended without a result")
@@ -409,20 +411,9 @@ class IndexService:
         in_process = self.in_process if self.in_process is not None else sources < IN_PROCESS_BELOW
         if started is not None:
             in_process = False  # already started, ready (the cached map said the tree is large)
-        known_key = None
-        if trusted is not None:
-            if trusted == tree.key:
-                known_key = tree.key
-                self._trusted = False
-                self.repo_map.install(progress=(sources, sources, True))
-                self._update(map_done=sources, map_total=sources, map_checked=True)
-                self._warm_after_first_frame()
-            else:
-                self._note("the cached repo map is of an older tree: it is used, marked as being checked, "
-                           "until the changed files are rescanned")
-                self._warm_after_first_frame()  # a request meanwhile ranks on it
-        else:
-            self._warm_after_first_frame(ranks=False)  # no map yet: the ranking's imports only
+        known_key = tree.key if trusted is not None and trusted == tree.key else None
+        if deferred is None:
+            self._take_cached_map(trusted, tree.key, sources)
         args = (str(self.root), tree, str(self.cache_path) if self.cache_path else None,
                 self.use_cache, known_key)
         if self._first_frame is not None and started is None:
@@ -457,7 +448,46 @@ class IndexService:
         self._update(mode="thread" if in_process else "process", map_total=sources)
         if early:
             self._send(("events", early))
+        if deferred is not None and known_key is not None:
+            # an unchanged tree: the indexer sends no map, and its replies (the duplicate
+            # index ready) need not wait for this read
+            self._map_pending = True
+            threading.Thread(target=self._install_deferred_map, args=(deferred, known_key, tree.key, sources),
+                             name="spark-index-map", daemon=True).start()
+        elif deferred is not None:  # the indexer rescans: its maps wait in the socket meanwhile
+            self._install_deferred_map(deferred, known_key, tree.key, sources)
         self._read(parent)
+
+    def _take_cached_map(self, trusted: bytes | None, key: bytes, sources: int) -> None:
+        """What the cached map installed, stored for the tree `trusted`, means now that the
+        tree's key is known: checked at once when equal, else used until rescanned."""
+        if trusted is None:
+            self._warm_after_first_frame(ranks=False)  # no map yet: the ranking's imports only
+        elif trusted == key:
+            self._trusted = False
+            self.repo_map.install(progress=(sources, sources, True))
+            self._update(map_done=sources, map_total=sources, map_checked=True)
+            self._warm_after_first_frame()
+        else:
+            self._note("the cached repo map is of an older tree: it is used, marked as being checked, "
+                       "until the changed files are rescanned")
+            self._warm_after_first_frame()  # a request meanwhile ranks on it
+
+    def _install_deferred_map(self, deferred: bytes, known_key: bytes | None, key: bytes,
+                              sources: int) -> None:
+        """The cached map whose key the indexer was told (`_Preload`), read now that the
+        app's first frame is up. Unreadable by now (or another one): the indexer, told the
+        app held it, is asked to send it."""
+        try:
+            if self._first_frame is not None:
+                self._first_frame.wait(WARM_AFTER_FRAME_S)
+            trusted = self._install_cached_map()
+            if trusted != deferred and known_key is not None:
+                self._map_resent = True  # its "map unchanged" (graph None) must not count
+                self._send(("resend_map",))
+            self._take_cached_map(trusted, key, sources)
+        finally:
+            self._map_pending = False
 
     def _spawn_early(self) -> tuple[Connection, subprocess.Popen] | None:
         """Start the indexer's child now, before the tree's check ends, when the last
@@ -561,6 +591,8 @@ class IndexService:
             kind = msg[0]
             if kind == "map":  # graph None: the one installed from the cache is current
                 _, graph, done, total, complete = msg
+                if graph is None and (self._map_resent or self._map_pending):
+                    continue  # (that read marks it checked, or the one asked for follows)
                 if isinstance(graph, tuple) and graph[0] == "oob":  # its arrays follow raw
                     from core.indexing import wire
 
@@ -580,6 +612,8 @@ class IndexService:
                     continue
                 if complete:
                     self._trusted = False
+                if graph is not None:
+                    self._map_resent = False
                 self.repo_map.install(graph=graph, progress=(done, total, complete))
                 self._update(map_done=done, map_total=total, map_complete=complete,
                              map_checked=complete)

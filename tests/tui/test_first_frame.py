@@ -1,6 +1,7 @@
 """What the app does before its first frame and what waits for it (issue 14: a 20,000-file
-tree's first frame in under 1 s). Before the frame: the screen, the tree's check; after it:
-the cached repo map's read (unpickling under the GIL the app's start needs)."""
+tree's first frame in under 1 s). Before the frame: the screen, the tree's check and the
+stored map's key; after it: the cached repo map itself (unpickled under the GIL the app's
+start needs)."""
 
 from __future__ import annotations
 
@@ -8,15 +9,30 @@ from tests.tui.conftest import wait_for
 from tui.app import SparkApp
 
 
-async def test_the_app_reads_its_cached_map_after_its_first_frame(demo_root, core_url, monkeypatch):
+def _indexed(app: SparkApp) -> bool:
+    indexes = getattr(app.station, "indexes", None)
+    return indexes is not None and indexes.snapshot().map_checked and indexes.snapshot().dups_complete
+
+
+async def test_a_second_launch_reads_its_cached_map_after_its_first_frame(demo_root, core_url, monkeypatch):
     from core.indexing import cache
 
+    first = SparkApp(demo_root, core_url)  # the first launch leaves the cache
+    async with first.run_test(size=(120, 36)) as pilot:
+        await wait_for(pilot, lambda: _indexed(first), what="the first launch's indexes")
+        first.station.indexes.stop()
+    assert cache.read_latest_snapshot(demo_root, "map") is not None
+
     events: list[str] = []
-    real_read = cache.read_latest_snapshot
+    real_read, real_key = cache.read_latest_snapshot, cache.read_latest_snapshot_key
 
     def read(*args, **kwargs):
         events.append("map read")
         return real_read(*args, **kwargs)
+
+    def read_key(*args, **kwargs):
+        events.append("key read")
+        return real_key(*args, **kwargs)
 
     real_display = SparkApp._display
 
@@ -26,10 +42,11 @@ async def test_the_app_reads_its_cached_map_after_its_first_frame(demo_root, cor
             events.append("frame")
 
     monkeypatch.setattr(cache, "read_latest_snapshot", read)
+    monkeypatch.setattr(cache, "read_latest_snapshot_key", read_key)
     monkeypatch.setattr(SparkApp, "_display", display)
     app = SparkApp(demo_root, core_url)
     async with app.run_test(size=(120, 36)) as pilot:
-        await wait_for(pilot, lambda: "map read" in events, what="the cached map's read")
-        await wait_for(pilot, lambda: getattr(app.station, "indexes", None) is not None
-                       and app.station.indexes.snapshot().map_checked, what="the map checked")
-    assert events.index("frame") < events.index("map read")
+        await wait_for(pilot, lambda: _indexed(app), what="the second launch's indexes")
+        app.station.indexes.stop()
+    assert events.index("key read") < events.index("frame") < events.index("map read")
+    assert events.count("map read") == 1

@@ -4,8 +4,8 @@
   its heavy imports; the app's own `preload` call must find that work, not start it again;
 * the ranks' warm-up and the ranking's imports (this process's CPU) wait for the app's first
   frame and the duplicate index, instead of running beside the indexer child's start;
-* the app's preload reads the cached map only after its first frame (the tree's check runs
-  at once): that read holds the GIL the app's start needs;
+* the app's preload reads only the stored map's key before its first frame (the tree's check
+  runs at once); the map itself is read after it: that read holds the GIL the app's start needs;
 
 Real generated trees, real indexer runs and caches, as in test_dups_snapshot.
 """
@@ -84,13 +84,16 @@ def test_an_old_preload_is_replaced_and_its_child_ended(tmp_path, monkeypatch):
 
 
 def test_the_apps_preload_checks_the_tree_before_its_first_frame_and_reads_the_map_after(tmp_path, monkeypatch):
-    """The app's preload (`map_after_frame`): git's check of the tree runs at once, but the
-    cached map (unpickled under the GIL the app's start needs) is read only once the app
-    says its first frame is shown; then it is read, and the service takes both."""
+    """The app's preload (`map_after_frame`): git's check of the tree and the stored map's
+    key (its header) before the first frame; the map itself (unpickled under the GIL the
+    app's start needs) is read by the service only once the app says its frame is shown.
+    The indexer, told the key, does not send the map again: the one read is checked."""
     from core.indexing import cache
 
     root, cache_dir = _first_launch(tmp_path)
     path = cache_file(root, cache_dir)
+    stored = cache.read_latest_snapshot(root, "map", path)
+    assert stored is not None
     reads: list[float] = []
     real_read = cache.read_latest_snapshot
 
@@ -100,58 +103,52 @@ def test_the_apps_preload_checks_the_tree_before_its_first_frame_and_reads_the_m
 
     monkeypatch.setattr(cache, "read_latest_snapshot", read)
     monkeypatch.setattr(service, "WARM_AFTER_FRAME_S", 60.0)
-    # a tree a child indexes, on a busy machine: no child before the frame
+    # a tree a child indexes, on a busy machine: the child waits for the frame too
     monkeypatch.setattr(service, "EARLY_CHILD_SNAPSHOT_BYTES", 1)
     monkeypatch.setattr(service, "_spare_core", lambda: False)
     key = (root.resolve(), path, True)
     first_frame = service.preload(root, path, map_after_frame=True)
     pre = service._preloads[key]
+    assert pre.done.wait(30)
+    assert pre.error is None and pre.tree is not None
+    assert pre.cached is None and pre.cached_key == stored[0] == pre.tree.key
+    svc = IndexService(root, RepoMap(root), cache_path=path).start()
     try:
-        deadline = time.time() + 30
-        while pre.tree is None and time.time() < deadline:
-            time.sleep(0.01)
-        assert pre.tree is not None and pre.error is None
         time.sleep(0.3)
-        assert reads == [] and not pre.map_read.is_set() and not pre.done.is_set()
-        assert pre.child is None
+        assert reads == [] and not svc.snapshot().map_complete and svc._proc is None
         shown = time.time()
         first_frame()
-        assert pre.done.wait(30)
+        assert svc.wait(120), svc.snapshot()
         assert len(reads) == 1 and reads[0] >= shown
-        assert pre.child is not None  # started after the frame, beside the map's read
-        assert pre.cached is not None and type(pre.cached[1]).__name__ == "MapGraph"
-        svc = IndexService(root, RepoMap(root), cache_path=path).start()
-        try:
-            assert svc.wait(120), svc.snapshot()
-            assert svc.snapshot().map_checked and svc.snapshot().mode == "process"
-        finally:
-            svc.stop()
+        snap = svc.snapshot()
+        assert snap.map_checked and snap.map_total == len(pre.tree.tokens)
+        assert _renders(svc.repo_map) == _renders(RepoMap(root))
     finally:
-        taken = service._take_preload(*key)
-        if taken is not None and taken.child is not None:
-            taken.child[1].kill()
-            taken.child[1].wait(30)
+        svc.stop()
 
 
-def test_the_apps_preload_with_an_early_child_reads_the_map_at_once(tmp_path, monkeypatch):
-    """A child started early (a core to spare) needs the map's key for its "init" at once:
-    then the app's preload reads the map without waiting for the frame."""
+def test_a_stored_map_unreadable_after_its_key_is_sent_by_the_indexer(tmp_path, monkeypatch):
+    """The key was read before the frame, but the map cannot be read after it (damaged or
+    replaced meanwhile): the indexer, told the app held that map, is asked for it and the
+    app still gets the whole map."""
+    from core.indexing import cache
+
     root, cache_dir = _first_launch(tmp_path)
     path = cache_file(root, cache_dir)
-    monkeypatch.setattr(service, "WARM_AFTER_FRAME_S", 60.0)
-    monkeypatch.setattr(service, "EARLY_CHILD_SNAPSHOT_BYTES", 1)
-    monkeypatch.setattr(service, "_spare_core", lambda: True)
-    key = (root.resolve(), path, True)
-    service.preload(root, path, map_after_frame=True)
-    pre = service._preloads[key]
+    monkeypatch.setattr(cache, "read_latest_snapshot", lambda *args, **kwargs: None)
+    first_frame = service.preload(root, path, map_after_frame=True)
+    first_frame()
+    svc = IndexService(root, RepoMap(root), cache_path=path, in_process=True).start()
     try:
-        assert pre.done.wait(30)
-        assert pre.child is not None and pre.cached is not None and pre.tree is not None
+        assert svc.wait(120), svc.snapshot()
+        assert svc.snapshot().map_checked
+        assert _renders(svc.repo_map) == _renders(RepoMap(root))
     finally:
-        taken = service._take_preload(*key)
-        if taken is not None and taken.child is not None:
-            taken.child[1].kill()
-            taken.child[1].wait(30)
+        svc.stop()
+
+
+def _renders(repo_map: RepoMap) -> str:
+    return repo_map.render(1500, prompt="render the payload of the invoice").text
 
 
 def test_a_plain_preload_reads_the_map_at_once(tmp_path, monkeypatch):
