@@ -71,6 +71,14 @@ log = logging.getLogger(__name__)
 _WARM_SLICE = 4  # hunks highlighted between looks at whether the answer ended (~2 ms each)
 
 
+def _take_sent(prompt_input: Input, sent: str) -> None:
+    """Clear the prompt that is being sent. Keys typed after Enter (while the app looked up the
+    files it mentions) are not part of it: they stay in the prompt as the next draft."""
+    value = prompt_input.value
+    if value.startswith(sent):
+        prompt_input.value = value[len(sent):]
+
+
 class SparkApp(App):
     """Full-screen workstation on one project folder, talking to one core."""
 
@@ -355,14 +363,14 @@ class SparkApp(App):
         if not prompt:
             return
         if self._stream is not None:  # typing while it streams redirects it
-            event.input.value = ""
+            _take_sent(event.input, event.value)
             self._pending_redirects.append(prompt)  # the parser restarts when the core says "steered"
             await self._stream.steer(prompt)
             self.notify(f"steering: {prompt}")
             self._to_review()  # the next keys act on the answer again, not in the prompt
             return
         if prompt.startswith("/"):
-            event.input.value = ""
+            _take_sent(event.input, event.value)
             await self._slash_command(prompt)
             return
         if self.client is None:
@@ -370,14 +378,14 @@ class SparkApp(App):
             return
         mentioned = await asyncio.to_thread(self.station.context.mentioned_paths, prompt)
         if mentioned and self._add_mentioned():  # [ui] add_mentioned (default): add, then send
-            await self.action_add_mentioned()
+            await self.action_add_mentioned(event.value)
             return
         if mentioned and self._offered != (prompt, mentioned):
             self._offered = (prompt, mentioned)
             self.notify(f"mentioned but not in the chat: {', '.join(mentioned)}. "
                         "ctrl+o adds and sends; Enter sends without", timeout=8)
             return
-        event.input.value = ""
+        _take_sent(event.input, event.value)
         self._offered = None
         self._start_answer(prompt)
 
@@ -412,10 +420,13 @@ class SparkApp(App):
                 self._add_mentioned_setting = True
         return self._add_mentioned_setting
 
-    async def action_add_mentioned(self) -> None:
-        """Add the files the prompt mentions (the one-key offer), then send the prompt."""
+    async def action_add_mentioned(self, submitted: str | None = None) -> None:
+        """Add the files the prompt mentions (the one-key offer), then send the prompt: the one
+        submitted with Enter, or (ctrl+o) the prompt as typed when the key was pressed."""
         prompt_input = self.query_one("#prompt", Input)
-        prompt = (await self._prompt_text()).strip()  # every key typed before ctrl+o
+        if submitted is None:
+            submitted = await self._prompt_text()  # every key typed before ctrl+o
+        prompt = submitted.strip()
         mentioned = await asyncio.to_thread(self.station.context.mentioned_paths, prompt) if prompt else []
         if mentioned:
             try:
@@ -426,7 +437,7 @@ class SparkApp(App):
             self.notify(f"added {', '.join(mentioned)}")
         self._update_context_meter()
         if prompt and self.client is not None and self._stream is None:
-            prompt_input.value = ""
+            _take_sent(prompt_input, submitted)
             self._offered = None
             self._start_answer(prompt)
 
