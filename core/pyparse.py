@@ -114,6 +114,14 @@ def segments(text: str, summarize: Callable[[ast.Module], T]) -> list[Segment[T]
     the segments' statements, each the same tree shifted by the segment's first line
     (tests/core/test_pyparse_segments.py checks it on real files). A segment's summary is
     remembered by its text: an edited file re-parses only the statements that changed.
+
+    Why not `normalize.top_level_starts` for the cut (the duplicate checks' cutter): this
+    parses every piece in order, so any column-0 line may be a candidate (`_START`, one
+    regex) and a wrong one is merged away by the parse; that one must find the true starts
+    without parsing what comes before, so it lexes strings and brackets. Cut at its lines,
+    the segments are the same on 4,096 of 4,123 real files (the other 27 cut where this
+    gives up after MAX_MERGE), but a cut with every piece remembered, what each streaming
+    pass pays per file, took 0.88 -> 2.3 ms of CPU per 60-120 kB file.
     """
     key = (summarize, text)
     with _MEMO_LOCK:

@@ -475,7 +475,10 @@ def top_level_starts(source: str) -> list[int] | None:
     between is counted over the slice): a line-by-line loop cost ~2.4 ms per 2,500-line
     file, and the duplicate checks cut each new text of an answer's files while it
     streams, holding the GIL the UI needs (tests/core/detectors/test_normalize_segments.py
-    compares it with that loop)."""
+    compares it with that loop). `pyparse.segments` cuts with a plain regex instead: it
+    parses every piece in order, so a wrong cut fails its parse and is merged; here only
+    the statements holding added lines are parsed, and a column-0 line inside a string
+    can parse alone (code in a template string), so the cut must be right before any parse."""
     code = _LEXEMES.sub(_blank_lexeme, source)
     starts = [0]
     depth = 0
