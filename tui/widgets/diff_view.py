@@ -72,6 +72,30 @@ def _spans_opaque(content: Content) -> bool:
     return True
 
 
+def _off_screen(widget: Widget) -> bool:
+    """Whether the screen's last arrangement left `widget` out of what is drawn (scrolled out
+    of view). Read from the compositor's kept maps, never rebuilt here."""
+    try:
+        return widget.is_mounted and widget not in widget.screen._compositor.visible_widgets
+    except Exception:  # noqa: BLE001 -- no screen (yet), or Textual changed: refresh as usual
+        return False
+
+
+def repaint_lines(widget: Widget, region: Region) -> None:
+    """widget.refresh(region), but for a widget scrolled out of view only its own caches are
+    marked (its next paint draws the region anew) and the screen is not told. A refresh of
+    such a widget made the screen's next update treat it as new (Compositor.update_widgets:
+    "not visible") and drop its map of every widget's place, rebuilt by a whole arrangement
+    (~1-3 ms of the UI thread) at the first place looked up after: while an answer streams
+    the block being written and most hunks' "i/total" headers change out of view in nearly
+    every frame (issue 14). It scrolls into view only through a scroll or a layout, and both
+    repaint what they move (tests/tui/test_diff_view_paint.py checks the screen)."""
+    if _off_screen(widget):
+        widget._set_dirty(region)  # Widget.refresh's repaint, without the Update message
+    else:
+        widget.refresh(region)
+
+
 class BodyStrips:
     """A hunk's body and its rendered strips, kept per render key (width, style, rules): the
     hunk as current and as not current. The current hunk's style differs from the others' in
@@ -227,7 +251,7 @@ class HunkView(Static):
             # and only the header's lines: a new hunk changes every hunk's "i/total" while an
             # answer streams, and a whole repaint re-composed each visible hunk's ~15 lines
             # (their strips are kept: the lines under the header draw the same)
-            self.refresh(Region(0, 0, width, max(head_lines, 1)))
+            repaint_lines(self, Region(0, 0, width, max(head_lines, 1)))
         else:
             self.refresh(layout=not same_height)
 
@@ -288,7 +312,10 @@ class PendingBlock(Widget):
         lines = content.plain.count("\n") + 1
         height = -(-lines // self.HEIGHT_STEP) * self.HEIGHT_STEP
         self._content = content
-        self.refresh(layout=height != self._height)
+        if height != self._height:
+            self.refresh(layout=True)
+        else:  # (its lines: the whole width, every line)
+            repaint_lines(self, Region(0, 0, 100_000, height))
         self._height = height
 
     def render(self) -> Content:
