@@ -539,28 +539,37 @@ class SparkApp(App):
         status.forecast = ""
 
     async def _finish_answer(self, run: AnswerRun, *, timing_recorded: bool = False) -> None:
-        """The answer's stream ended: final diff and review, then the one record of it."""
+        """The answer's stream ended: final diff and review, then the one record of it.
+
+        A newer answer cancels this worker at any of its awaits (a prompt sent while this one
+        ends: the answer worker is exclusive). The answer the user saw is still folded into the
+        session and recorded, once, in the `finally`, with the last review it showed (its final
+        one, unless it was replaced before that was in)."""
         self.verify.stream_ended(run)  # its final proposal is verified once it is shown
-        await self._rebuild_now(final=True)
-        self._dirty = True
-        self._paint()
-        if run.error:
-            self.notify(f"stream failed: {run.error}", severity="error", timeout=8)
-        review = self.review
-        self.station.fold_answer(run, review)  # memory only: the counters the status bar shows
-        if run is self.answer:
-            self._after_stream(run)
-        self._update_context_meter()
-        profile = self._profile_info(run.profile)
-        record = functools.partial(self.station.record_answer, run, review, chip=profile.get("chip"),
-                                   model=profile.get("model"), timing_recorded=timing_recorded)
+        review, folded = self.review, False
         try:
+            await self._rebuild_now(final=True)
+            self._dirty = True
+            self._paint()
+            if run.error:
+                self.notify(f"stream failed: {run.error}", severity="error", timeout=8)
+            review, folded = self.review, True
+            self.station.fold_answer(run, review)  # memory only: the counters the status bar shows
+            if run is self.answer:
+                self._after_stream(run)
+            self._update_context_meter()
             await self._frame_drawn()
-        finally:  # (a newer answer cancels this worker: this one is still checked and recorded)
+        finally:
+            if not folded:  # replaced in its final rebuild (or that failed)
+                review = self.review if run is self.answer else review
+                self.station.fold_answer(run, review)
             # once the frame that shows the answer is drawn: its checks (a parse and a ruff run
             # per file) took turns for the GIL and the CPU with the review, and the checks and
             # the record (disk, 15-100 ms) with that frame (60-125 ms of the UI thread)
             self.verify.proposal_changed(run)
+            profile = self._profile_info(run.profile)
+            record = functools.partial(self.station.record_answer, run, review, chip=profile.get("chip"),
+                                       model=profile.get("model"), timing_recorded=timing_recorded)
             recorded = asyncio.get_running_loop().run_in_executor(None, record)
         await recorded
 
