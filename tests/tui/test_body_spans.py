@@ -93,3 +93,27 @@ def test_a_language_pygments_lacks_takes_the_rich_path():
     if not isinstance(lexer, diff_render.Lexer):
         assert diff_render._body_spans(key) is None
     _same(key)
+
+
+@settings(max_examples=200, deadline=None)
+@given(keys(), st.integers(1, 160), st.sampled_from(["", "\t", "x" * 200, "漢字" * 40]))
+def test_a_hunks_height_measured_without_wrapping_is_get_heights(key, width, extra):
+    """measure_height == Content.get_height at default rules, any width (lines wider than it,
+    tabs and wide characters take Textual's own wrap)."""
+    key = (*key[:3], (*key[3], extra + "\n"), *key[4:])
+    made = diff_render._body_spans(key)
+    content = Content.from_rich_text(diff_render.hunk_body(*key)) if made is None else diff_render._content_of(*made)
+    expected = Content(content.plain, list(content.spans)).get_height({}, width)
+    assert diff_render.measure_height(content, width) == expected
+    assert content.get_height({}, width) == expected  # the cache it leaves is get_height's
+
+
+def test_heights_at_the_edge_of_the_width():
+    """Lines one cell shorter than, as wide as and one cell wider than the width; words, blanks
+    at the end, wide characters, one long word."""
+    for width in (8, 20, 33):
+        for text in ("a" * (width - 1), "a" * width, "a" * (width + 1), "ab " * (width // 3 + 1),
+                     "x = 1" + " " * width, "漢" * (width // 2) + "z", "word " * width):
+            content = Content(f"{text}\n{text[:3]}\n")
+            expected = Content(content.plain).get_height({}, width)
+            assert diff_render.measure_height(content, width) == expected, (width, text)
