@@ -63,9 +63,19 @@ class RefVocab:
 
     def __init__(self) -> None:
         self.ids: dict[bytes, int] = {}
+        self._words: list[bytes] = []  # id -> identifier, filled on demand (`word`)
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def word(self, vid: int) -> bytes:
+        """The identifier of an id. Ids are handed out in insertion order and never
+        removed, so the dict's keys in order are the ids' words: the list is extended
+        from where it stopped, only when a map update (repomap_delta) asks."""
+        words = self._words
+        if vid >= len(words):
+            words.extend(itertools.islice(self.ids, len(words), None))
+        return words[vid]
 
     def encode(self, refs: Collection[bytes]) -> np.ndarray:
         ids = self.ids

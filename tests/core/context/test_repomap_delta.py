@@ -1,0 +1,207 @@
+"""A saved file's scan spliced into the built map (core.context.repomap_delta) equals a full
+rebuild of the resulting tree, array for array, over random edits of real modules: bodies
+edited (lines shifted, references added or dropped), defs renamed, added or removed, files
+deleted or added. Where the update declines (the graph's nodes change), the caller rebuilds:
+the property checks it declines only then, and that body edits are spliced."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core.context import tags as tagmod
+from core.context.repomap import (
+    FileFacts,
+    IdentIndex,
+    MapGraph,
+    PackedStrings,
+    RefVocab,
+    _mappable_name,
+    build_graph,
+)
+from core.context.repomap_delta import update_graph
+from core.indexing.worker import _exact_tags
+from tests.core.detectors.real_code import read_text, sample_modules
+
+MODULES = sample_modules()[:10]
+_DEF = re.compile(r"^([ \t]*)(?:async\s+)?(def|class)\s+([A-Za-z_]\w*)", re.MULTILINE)
+
+
+def _same(a: MapGraph, b: MapGraph) -> bool:
+    """Every field equal, arrays by value and dtype, packed strings by text and offsets."""
+    def eq(x: object, y: object) -> bool:
+        if isinstance(x, np.ndarray):
+            return isinstance(y, np.ndarray) and x.dtype == y.dtype and np.array_equal(x, y)
+        if isinstance(x, PackedStrings):
+            return isinstance(y, PackedStrings) and x.data == y.data and eq(x.offsets, y.offsets)
+        if isinstance(x, IdentIndex):
+            return isinstance(y, IdentIndex) and x.base == y.base and eq(x.names, y.names)
+        return bool(x == y)
+
+    ga, gb = a.graph, b.graph
+    return ga.size == gb.size and all(eq(getattr(ga, f), getattr(gb, f))
+                                      for f in ("src", "dst", "weight", "dangling", "degree")) and \
+        all(eq(getattr(a, f), getattr(b, f)) for f in MapGraph.__dataclass_fields__ if f != "graph")
+
+
+def _facts(rel: str, text: str, vocab: RefVocab) -> FileFacts | None:
+    lang = tagmod.language_for(rel)
+    assert lang is not None
+    try:
+        return FileFacts.of(_exact_tags(lang, text.encode("utf-8")), vocab)
+    except Exception:  # noqa: BLE001 -- as the indexer: a file that does not scan is not mapped
+        return None
+
+
+def _edit(texts: dict[str, str], kind: str, pick: int, words: list[str]) -> str:
+    """Apply one edit to `texts` in place; the edited file's path."""
+    names = sorted(texts)
+    rel = names[pick % len(names)]
+    text = texts[rel]
+    lines = text.split("\n")
+    at = pick % (len(lines) + 1)
+    defs = list(_DEF.finditer(text))
+    if kind == "body":  # a statement (and a line shift) inside the file
+        lines.insert(at, "    pass  # edited")
+        texts[rel] = "\n".join(lines)
+    elif kind == "blank":
+        lines.insert(at, "")
+        texts[rel] = "\n".join(lines)
+    elif kind == "add_ref":  # a reference to a name some file defines (or not)
+        texts[rel] = text + f"\n_ = {words[pick % len(words)]}\n"
+    elif kind == "drop_ref" and words:  # every mention of one word gone
+        texts[rel] = re.sub(rf"\b{re.escape(words[pick % len(words)])}\b", "zz_gone", text)
+    elif kind == "rename_def" and defs:
+        m = defs[pick % len(defs)]
+        texts[rel] = text[:m.start(3)] + m.group(3) + "_renamed" + text[m.end(3):]
+    elif kind == "add_def":  # a top-level def: a name defined elsewhere, or a new one
+        name = words[pick % len(words)] if pick % 2 else f"fresh_{pick}"
+        texts[rel] = text + f"\n\ndef {name}(x):\n    return x\n"
+    elif kind == "dup_def" and defs:  # one more def of a name the file defines already
+        texts[rel] = text + f"\n\ndef {defs[pick % len(defs)].group(3)}(y):\n    return y\n"
+    elif kind == "remove_def" and defs:
+        m = defs[pick % len(defs)]
+        texts[rel] = text[:m.start()] + m.group(1) + "zz_removed = 1" + text[text.index("\n", m.end()):] \
+            if "\n" in text[m.end():] else text[:m.start()]
+    elif kind == "delete":
+        if len(texts) > 1:
+            del texts[rel]
+    elif kind == "add_file":
+        texts[f"added_{pick}/{rel.rsplit('/', 1)[-1]}"] = text
+    return rel
+
+
+EDITS = st.lists(st.tuples(
+    st.sampled_from(["body", "body", "blank", "add_ref", "drop_ref", "rename_def", "add_def", "dup_def",
+                     "remove_def", "delete", "add_file"]),
+    st.integers(0, 10_000)), min_size=1, max_size=6)
+
+
+@settings(max_examples=40, deadline=None)
+@given(edits=EDITS, size=st.integers(3, len(MODULES)))
+def test_an_update_equals_a_full_rebuild(edits, size):
+    texts = {f"pkg{k}/{p.name}": read_text(p) for k, p in enumerate(MODULES[:size])}
+    vocab = RefVocab()
+    scans = {rel: f for rel, t in texts.items() if (f := _facts(rel, t, vocab)) is not None}
+    graph = build_graph(scans, vocab, exact=True)
+    words = sorted({m.group(3) for t in texts.values() for m in _DEF.finditer(t)})
+    for kind, pick in edits:
+        before = dict(texts)
+        rel = _edit(texts, kind, pick, words)
+        changed = {r for r in set(before) | set(texts) if before.get(r) != texts.get(r)}
+        for r in changed:
+            facts = _facts(r, texts[r], vocab) if r in texts else None
+            old = scans.get(r)
+            if facts is None:
+                scans.pop(r, None)
+            else:
+                scans[r] = facts
+            updated = update_graph(graph, r, facts, vocab)
+            full = build_graph(scans, vocab, exact=True)
+            if updated is not None:
+                assert _same(updated, full), (kind, r)
+            else:  # declined: only where a file came or went or defines other mapped names
+                assert old is None or facts is None or _names(old) != _names(facts), (kind, r)
+            graph = full
+        assert rel in texts or kind == "delete"
+
+
+def _names(facts: FileFacts) -> set[str]:
+    return {d.name for d in facts.defs if _mappable_name(d.name)}
+
+
+def test_a_body_edit_is_spliced_not_rebuilt():
+    texts = {f"m{k}/{p.name}": read_text(p) for k, p in enumerate(MODULES[:6])}
+    vocab = RefVocab()
+    scans = {rel: f for rel, t in texts.items() if (f := _facts(rel, t, vocab)) is not None}
+    graph = build_graph(scans, vocab, exact=True)
+    rel = sorted(scans)[2]
+    edited = "# a comment\n\n" + texts[rel] + "\nprint(len(texts))\n"
+    scans[rel] = facts = _facts(rel, edited, vocab)
+    updated = update_graph(graph, rel, facts, vocab)
+    assert updated is not None and _same(updated, build_graph(scans, vocab, exact=True))
+    assert updated.exact and not _same(updated, graph)  # lines moved: rows differ from the old map
+    i = graph.file_index[rel]
+    assert updated.def_line[int(updated.file_starts[i])] == graph.def_line[int(graph.file_starts[i])] + 2
+
+
+def test_a_new_name_or_a_gone_file_is_declined():
+    texts = {f"m{k}/{p.name}": read_text(p) for k, p in enumerate(MODULES[:4])}
+    vocab = RefVocab()
+    scans = {rel: f for rel, t in texts.items() if (f := _facts(rel, t, vocab)) is not None}
+    graph = build_graph(scans, vocab, exact=True)
+    rel = min(scans)
+    assert update_graph(graph, rel, None, vocab) is None
+    assert update_graph(graph, "new/file.py", scans[rel], vocab) is None
+    assert update_graph(graph, rel, _facts(rel, texts[rel] + "\ndef zz_brand_new():\n    pass\n", vocab),
+                        vocab) is None
+
+
+def test_the_indexer_splices_a_body_edit_and_rebuilds_a_new_name(tmp_path, monkeypatch):
+    """Through the indexer child's `on_events`: saved bodies cost no `build_graph` and the
+    map it holds (and sent) equals a fresh build of the tree; a new def is a rebuild."""
+    from bench.repo_gen import generate
+    from core.context import repomap
+    from core.indexing import worker
+    from core.indexing.treestate import tree_state
+
+    root = generate(tmp_path / "repo", 20, 1)
+    sent: list[tuple] = []
+
+    class Conn:
+        def send(self, msg: tuple) -> None:
+            sent.append(msg)
+
+        def send_bytes(self, data: bytes) -> None:
+            sent.append(("bytes",))
+
+        def poll(self, timeout: float = 0) -> bool:
+            return False
+
+    ix = worker.Indexer(root, Conn(), tree_state(root), use_cache=False)  # type: ignore[arg-type]
+    ix.await_cache()
+    ix.build_map()
+    builds: list[int] = []
+    real_build = repomap.build_graph
+    monkeypatch.setattr(repomap, "build_graph", lambda *a, **k: builds.append(1) or real_build(*a, **k))
+
+    def fresh() -> MapGraph:
+        other = worker.Indexer(root, Conn(), tree_state(root), use_cache=False)  # type: ignore[arg-type]
+        other.await_cache()
+        other.stamps = worker.map_stamps(root, other.files)
+        other._scan_all_tags(partial=False)
+        return real_build(other.facts, other._vocab(), exact=True)
+
+    files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.py"))
+    for rel in files[:2]:  # lines shifted, a reference added
+        (root / rel).write_text("# edited\n\n" + (root / rel).read_text() + "\nprint(len(files))\n")
+    sent.clear()
+    ix.handle(("events", [(files[0], "modified"), (files[1], "modified")]))
+    assert not builds and [m for m in sent if m[0] == "map"]
+    assert ix._graph is not None and _same(ix._graph, fresh())
+    (root / files[2]).write_text((root / files[2]).read_text() + "\n\ndef zz_new_name(x):\n    return x\n")
+    ix.handle(("events", [(files[2], "modified")]))
+    assert builds == [1] and ix._graph is not None and _same(ix._graph, fresh())
