@@ -117,3 +117,37 @@ def test_heights_at_the_edge_of_the_width():
             content = Content(f"{text}\n{text[:3]}\n")
             expected = Content(content.plain).get_height({}, width)
             assert diff_render.measure_height(content, width) == expected, (width, text)
+
+
+@st.composite
+def written_lines(draw) -> str:
+    """A line of the block being written: a real line of this project or an awkward one."""
+    if draw(st.booleans()):
+        path = draw(st.sampled_from(FILES))
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines() or [""]
+        return draw(st.sampled_from(lines))
+    return draw(st.sampled_from(AWKWARD)).rstrip("\n")
+
+
+def _pending_same(path: str, prefix: str, line: str) -> None:
+    lexer = diff_render._lexer_for(path)
+    bg = diff_render.ADD_BG if prefix == "+" else diff_render.DEL_BG
+    diff_render._PENDING_LINES.clear()
+    got = diff_render._pending_line(lexer, prefix, bg, line, None)
+    expected = Content.from_rich_text(diff_render._pending_line_text(lexer, prefix, bg, line))
+    assert (got.plain, got.spans) == (expected.plain, expected.spans)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(PATHS), st.sampled_from(["+", "-"]), written_lines())
+def test_a_written_line_from_tokens_is_the_rich_paths(path, prefix, line):
+    """The block being written, line by line (DiffView.set_pending on the UI thread)."""
+    _pending_same(path, prefix, line)
+
+
+async def test_a_written_line_in_an_apps_theme_too():
+    app = App()
+    async with app.run_test():
+        for line in ["def f(x):  # note", "", "    return 'a'   ", "a\rb", "漢字 = 1", "\tx = 2"]:
+            for path in ("pkg/a.py", "docs/b.md", "Makefile"):
+                _pending_same(path, "+", line)
