@@ -669,7 +669,6 @@ class Indexer:
             self.cache.commit()
             self.snapshot_due = time.monotonic() + SNAPSHOT_AFTER_S
 
-
     def _spliced_graph(self, rescanned: list[str]) -> MapGraph | None:
         """The held map with each rescanned file's new scan spliced in (repomap_delta:
         equal to a full build), or None where one changed the names it defines or came or
