@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import socket
 import time
 from http import HTTPStatus
 
@@ -169,7 +170,7 @@ class CoreServer:
     """Binds the websocket server; checks Origin and (off loopback) the bearer token."""
 
     def __init__(self, engine: Engine, *, host: str = "127.0.0.1", port: int = 0,
-                 token: str | None = None) -> None:
+                 token: str | None = None, sock: socket.socket | None = None) -> None:
         if not is_loopback(host) and not token:
             raise InsecureBindError(
                 f"refusing to bind {host}: it is not a loopback address, so anyone who can "
@@ -180,6 +181,7 @@ class CoreServer:
         self.host = host
         self.port = port
         self.token = token
+        self.sock = sock  # already bound and listening (the embedded core's deferred start)
         self.connections: set[Connection] = set()
         self._server: Server | None = None
 
@@ -206,7 +208,8 @@ class CoreServer:
 
     async def start(self) -> str:
         self.engine.warm()
-        self._server = await serve(self._handler, self.host, self.port,
+        host, port = (None, None) if self.sock is not None else (self.host, self.port)
+        self._server = await serve(self._handler, host, port, sock=self.sock,
                                    process_request=self._process_request,
                                    compression=None, max_size=TRANSPORT_MAX_BYTES,
                                    ping_interval=20, ping_timeout=20,

@@ -198,7 +198,8 @@ class SparkApp(App):
             self.query_one(DiffView).set_notes(Text(first_screen_text(), style="dim"))
         self._ui_loop = asyncio.get_running_loop()
         self._paint_timer = self.set_interval(FRAME_S, self._paint, pause=True)  # see _wake_paint
-        self._connect()
+        # the core's client (websockets' imports) after the first frame; the bar says "connecting"
+        self.call_after_refresh(self._connect)
         self._build_indexes()
         if self._initial_files:
             try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -84,8 +85,10 @@ def prepare_launch(root: Path, args: argparse.Namespace) -> dict:
 
 
 @contextmanager
-def reach_core(root: Path, args: argparse.Namespace, *, record: bool = True) -> Iterator[str]:
-    """The core's URL: the one given with --core, or an embedded core started for the block."""
+def reach_core(root: Path, args: argparse.Namespace, *, record: bool = True,
+               serve_after: threading.Event | None = None) -> Iterator[str]:
+    """The core's URL: the one given with --core, or an embedded core started for the block
+    (with `serve_after`, serving once that is set: `EmbeddedCore.start`)."""
     if args.core is not None:
         yield args.core
         return
@@ -93,7 +96,7 @@ def reach_core(root: Path, args: argparse.Namespace, *, record: bool = True) -> 
 
     core = EmbeddedCore(project_root=root, config_file=args.config, record_dir=args.record if record else None)
     try:
-        url = core.start()
+        url = core.start(serve_after=serve_after)
     except CliError:
         raise
     except Exception as exc:
@@ -107,7 +110,7 @@ def reach_core(root: Path, args: argparse.Namespace, *, record: bool = True) -> 
 def open_workstation(root: Path, args: argparse.Namespace, *, race_prompt: str | None = None,
                      on_ready=None) -> int:
     """Start (or reach) the core, then run the app until the user quits."""
-    from core.indexing.service import preload
+    from core.indexing.service import first_frame_event, preload
 
     # the cached repo map's read and the tree's check (git) begin now, beside the imports
     # and the core's start (~0.4 s), not when the app is built; the app finds them begun
@@ -115,7 +118,10 @@ def open_workstation(root: Path, args: argparse.Namespace, *, race_prompt: str |
     from tui.app import SparkApp
 
     launch = prepare_launch(root, args)
-    with reach_core(root, args) as url:
+    # the embedded core's engine and server start once the app's first frame is shown
+    # (their imports and warm-up: ~50 ms under the GIL the app's start needs); the app's
+    # connection waits in the core's socket meanwhile, its status bar saying "connecting"
+    with reach_core(root, args, serve_after=first_frame_event(root)) as url:
         app = SparkApp(root, url, profile=args.profile, theme=launch["theme"], keymap=launch["keymap"],
                        guards=launch["guards"], add=args.add, race_prompt=race_prompt, on_ready=on_ready)
         app.run()

@@ -168,6 +168,15 @@ def preload(root: Path, cache_path: Path | None = None, use_cache: bool = True, 
     return handle.first_frame.set
 
 
+def first_frame_event(root: Path, cache_path: Path | None = None, use_cache: bool = True) -> threading.Event | None:
+    """The event the app sets once its first frame is shown (the one `preload` returned the
+    setter of), for other work that waits for it (`spark`'s embedded core); None when no
+    preload was begun for `root`."""
+    with _preloads_lock:
+        handle = _preloads.get((Path(root).resolve(), cache_path, use_cache))
+    return handle.first_frame if handle is not None else None
+
+
 def _take_preload(root: Path, cache_path: Path | None, use_cache: bool) -> _Preload | None:
     with _preloads_lock:
         found = _preloads.pop((root, cache_path, use_cache), None)

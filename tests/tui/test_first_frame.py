@@ -50,3 +50,36 @@ async def test_a_second_launch_reads_its_cached_map_after_its_first_frame(demo_r
         app.station.indexes.stop()
     assert events.index("key read") < events.index("frame") < events.index("map read")
     assert events.count("map read") == 1
+
+
+async def test_the_app_connects_to_its_core_after_its_first_frame(demo_root, core_url, monkeypatch):
+    """The core's client (websockets' imports) waits for the first frame; meanwhile the
+    status bar says "connecting", then "connected"."""
+    from core.client import CoreClient
+    from tui.widgets.status import StatusBar
+
+    events: list[str] = []
+    real_connect = CoreClient.connect.__func__  # type: ignore[attr-defined]
+
+    async def connect(cls, *args, **kwargs):
+        events.append("connect")
+        return await real_connect(cls, *args, **kwargs)
+
+    real_display = SparkApp._display
+
+    def display(self, screen, renderable) -> None:
+        if renderable is not None and "frame" not in events:
+            events.append("frame")
+            events.append(f"bar: {self.query_one(StatusBar).connection}")
+        real_display(self, screen, renderable)
+
+    monkeypatch.setattr(CoreClient, "connect", classmethod(connect))
+    monkeypatch.setattr(SparkApp, "_display", display)
+    app = SparkApp(demo_root, core_url)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_for(pilot, lambda: app.client is not None, what="the connection")
+        assert app.query_one(StatusBar).connection == "connected"
+        indexes = getattr(app.station, "indexes", None)
+        if indexes is not None:
+            indexes.stop()
+    assert events[:3] == ["frame", "bar: connecting", "connect"]
