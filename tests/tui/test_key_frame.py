@@ -163,3 +163,28 @@ async def test_no_key_frame_while_a_widget_is_being_mounted(demo_root, core_url)
         assert not take_refreshes(app.screen, diff), "left to Textual while a mount is under way"
         await mounting
         assert take_refreshes(app.screen, diff)
+
+
+async def test_random_key_runs_end_on_the_clamped_walk_with_the_marker_drawn_there(demo_root, core_url):
+    """Runs of j/k, some posted together (a held key while the loop is busy), some one at a
+    time: after each run the selection is where the keys lead (none lost, none twice) and the
+    marker is on that hunk and on no other."""
+    import random
+
+    app = SparkApp(demo_root, core_url)
+    async with app.run_test(size=(120, 30)) as pilot:
+        _run, diff = await _streaming(app, pilot)
+        rng = random.Random(14)
+        position = diff.current
+        for _ in range(8):
+            keys = [rng.choice("jk") for _ in range(rng.randint(1, 12))]
+            together = rng.random() < 0.5
+            for key in keys:
+                position = min(position + 1, len(FUNCTIONS) - 1) if key == "j" else max(position - 1, 0)
+                app.post_message(events.Key(key, key))
+                if not together:
+                    await pilot.pause()
+            await pilot.pause(0.05)
+            assert diff.current == position, keys
+            marked = [view for view in diff.query("HunkView") if view.has_class("-current")]
+            assert [diff._views[diff.current_id]] == marked, keys
