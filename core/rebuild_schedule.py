@@ -14,9 +14,12 @@ UI loop waited 20-130 ms behind a frame) when the answer's end makes its work mo
 - reviewing an earlier state: the review gives way (its `stale` callable), the final
   pass follows;
 - built before the end with every edit: it is the final state, reviewed as such.
-The final state's review is never superseded. A loop serves the answer it began for only
-while that answer is on screen: a new answer's requests start its own passes (the loop of a
-replaced answer used to rebuild and review that answer for each of them).
+The final state's review is never superseded by a newer state (none can come); it gives way
+only when its answer leaves the screen (a new prompt): its findings would go nowhere, and its
+checks ran beside the new request and held up the new answer's final pass. A loop serves
+the answer it began for only while that answer is on screen: a new answer's requests start
+its own passes (the loop of a replaced answer used to rebuild and review that answer for
+each of them).
 
 This object holds only that state and order; the work is the caller's (`RebuildWork`): the
 app passes callables that diff, highlight, review and draw. It never touches widgets, so a
@@ -80,8 +83,9 @@ class RebuildWork(Generic[A, R]):
     prepare: Callable[[A, bool, Callable[[], bool]], None]
     record: Callable[[A], None]  # record the hunks as shown (disk)
     unrecorded: Callable[[A], bool]  # hunks on screen not recorded yet
-    # the review of the state built last; `stale()` true: give way (return None); None: never
-    review: Callable[[A, Callable[[], bool] | None], R | None]
+    # the review of the state built last (`final`: the final state's); `stale()` true: give
+    # way (return None)
+    review: Callable[[A, Callable[[], bool], bool], R | None]
     reviewed: Callable[[A, R | BaseException], None]  # a review is in (or its error)
     draw: Callable[[A], None]  # draw the hunks as the answer holds them now
     verify: Callable[[A], None]  # an earlier state, for the verifier (before it is drawn)
@@ -234,18 +238,21 @@ class RebuildSchedule(Generic[A, R]):
 
     def _review_or_final(self, answer: A) -> tuple[bool, Reviewed[R]]:
         """The review of the state built last, or the final pass when the answer's end
-        superseded it."""
+        superseded it (not when a new answer did: the requests are that one's)."""
         reviewed = self._review(answer)
-        if reviewed is None and answer.finished and self.needed:
+        if reviewed is None and answer.finished and self.needed and answer is self.work.current():
             return self._final_now(answer)
         return False, reviewed
 
     def _review(self, answer: A, final: bool = False) -> Reviewed[R]:
-        """None when a newer state waits for its own review (never for the final state:
-        no newer one can come, and a request racing the end is one it covers); a
-        detector's error is returned (said on the caller's loop), not raised."""
+        """None when it gave way: an earlier state's when a newer state waits for its own
+        review; the final state's only once the answer is no longer on screen (a newer
+        state cannot come, and a request racing the end is one it covers). A detector's
+        error is returned (said on the caller's loop), not raised."""
+        current = self.work.current
+        stale = (lambda: answer is not current()) if final else (lambda: self.needed)
         try:
-            return self.work.review(answer, None if final else (lambda: self.needed))
+            return self.work.review(answer, stale, final)
         except Exception as exc:  # see the docstring
             log.exception("review failed")
             return exc

@@ -667,8 +667,8 @@ class SparkApp(App):
         requests coalesce; `final` returns once the final state is reviewed and drawn)."""
         await self._schedule.run(final=final)
 
-    def _review_state(self, run: AnswerRun, stale: Callable[[], bool] | None) -> Review | None:
-        """The rebuild's review (its thread): None when a newer state asked to supersede it."""
+    def _review_state(self, run: AnswerRun, stale: Callable[[], bool], final: bool) -> Review | None:
+        """The rebuild's review (its thread): None when it gave way (the schedule's `stale`)."""
         try:
             return self.station.review(run, stale=stale)
         except ReviewSuperseded:

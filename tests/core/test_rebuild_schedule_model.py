@@ -22,7 +22,8 @@ Invariants (after every step):
 - at rest with nothing parked, an ended answer on screen is settled (no lost final pass);
 - once the answer has ended, no review of a state without its last edits is delivered (it
   gives way), no earlier state is highlighted, and the final pass follows in the thread
-  whose review gave way; nothing is recorded or highlighted for an answer not on screen.
+  whose review gave way; nothing is recorded or highlighted for an answer not on screen;
+- the final review gives way exactly when its answer has left the screen (a new prompt).
 The random walk finds some interleavings slowly, so the ones that caught a mutation of the
 schedule are also pinned by hand below (`_walk`), with the same invariants.
 """
@@ -251,15 +252,19 @@ class ScheduleMachine(RuleBasedStateMachine):
             self.checks.append("recorded an answer not on screen")
         self.h.park("record", answer)
 
-    def _review(self, answer: FakeAnswer, stale: Callable[[], bool] | None) -> tuple[int, tuple[int, int]] | None:
+    def _review(self, answer: FakeAnswer, stale: Callable[[], bool],
+                final: bool) -> tuple[int, tuple[int, int]] | None:
         state = answer.built
         assert state is not None, "a review before any build"
-        if stale is None:
+        if final:
             self.final_reviews[answer.name] = self.final_reviews.get(answer.name, 0) + 1
             if state[1] != answer.coverage() or not answer.finished:
                 self.checks.append(f"final review of {state} for an answer at {answer.coverage()}")
         self.h.park("review", answer)
-        if stale is not None and stale():
+        if final and stale() != (answer is not self.current):
+            self.checks.append("the final review gave way with its answer on screen" if stale() else
+                               "a replaced answer's final review did not give way")
+        if stale():
             if answer.finished and answer is self.current:
                 self.gave_way[answer.name] = threading.current_thread().name
             return None

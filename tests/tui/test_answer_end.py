@@ -19,6 +19,7 @@ import pytest
 
 from core.answer import AnswerRun
 from core.report.recorder import load_events
+from core.workstation import ReviewSuperseded
 from tests.tui.conftest import wait_for
 from tui.app import SparkApp
 
@@ -32,6 +33,7 @@ class _EndGate:
 
     def __init__(self, monkeypatch, app: SparkApp, point: str) -> None:
         self.entered, self.release = threading.Event(), threading.Event()
+        self.final_review: list[str] = []  # how the first answer's final review ended
 
         def hold(run: AnswerRun) -> None:
             if run.prompt == FIRST and not self.entered.is_set():
@@ -47,13 +49,23 @@ class _EndGate:
                 return build(run)
 
             monkeypatch.setattr(AnswerRun, "rebuild_proposal", gated_build)
+            # no pass while it streams: one in flight at the end would be the final one
+            # itself (built before `finished`), and this point would never come
+            monkeypatch.setattr(app, "_request_rebuild", lambda: None)
         elif point == "review":  # the final state's review
             review = app.station.review
 
             def gated_review(run, **kwargs):
-                if run.finished:
-                    hold(run)
-                return review(run, **kwargs)
+                if not (run.finished and run.prompt == FIRST):
+                    return review(run, **kwargs)
+                hold(run)
+                try:
+                    done = review(run, **kwargs)
+                except ReviewSuperseded:
+                    self.final_review.append("gave way")
+                    raise
+                self.final_review.append("ran to its end")
+                return done
 
             monkeypatch.setattr(app.station, "review", gated_review)
         elif point == "frame":  # the frame that shows the final state
@@ -96,7 +108,7 @@ async def test_an_answer_replaced_at_its_end_is_recorded_once(demo_root, core_ur
         await wait_for(pilot, lambda: app.answer is not None and app.answer.prompt == FIRST, what="the answer")
         first = app.answer
         assert await asyncio.to_thread(gate.entered.wait, 20), f"the answer's end did not reach {point}"
-        assert first.finished and first.hunks, "the answer was on screen, finished, with its hunks"
+        assert first.finished and (first.hunks or point == "build"), "on screen, finished, its hunks drawn"
         await _type_and_send(pilot, SECOND)  # a new prompt while the first answer ends
         await wait_for(pilot, lambda: app.answer is not first, what="the new answer")
         gate.release.set()
@@ -110,5 +122,7 @@ async def test_an_answer_replaced_at_its_end_is_recorded_once(demo_root, core_ur
         reviews = _recorded(app, first, "review")
         assert (reviews == 1) if point in ("frame", "record") else (reviews <= 1), f"{reviews} reviews recorded"
         assert app.station.answers.count(first) == 1 and app.station.answers.count(second) == 1
+        if point == "review":  # its findings would go nowhere: it gave way to the new answer
+            assert gate.final_review == ["gave way"], gate.final_review
         turns = [turn for turn in app.station.context.history if FIRST in turn.prompt]
         assert len(turns) == 1, "the first answer is in the conversation once"
