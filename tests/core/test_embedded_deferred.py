@@ -35,6 +35,7 @@ def test_a_deferred_core_serves_once_signalled_and_a_client_waiting_meanwhile_is
         async for _ in s:
             pass
         await client.close()
+        assert s.done is not None
         return connected, s.done.reason
 
     try:
