@@ -150,8 +150,8 @@ class RebuildSchedule(Generic[A, R]):
         """Rebuild, draw and review the answer on screen until no request is left.
 
         A call that waited for the pass in flight returns when that one covered it: nothing
-        asked for since, and for the `final` call (the answer ended), that pass was the
-        final state (every edit, reviewed as such, drawn)."""
+        asked for since. The `final` call (the answer ended) returns at once when the last
+        pass, in flight or not, was the final state (every edit, reviewed as such, drawn)."""
         answer = self.work.current()
         if answer is None:
             return
@@ -164,9 +164,10 @@ class RebuildSchedule(Generic[A, R]):
             self.needed = True
         while self.running:
             await self._over.wait()
-        if waited and answer is self.work.current() and self.running_for is answer and not self.needed \
-                and (not final or self.final_built is answer):
-            return
+        covered = answer is self.work.current() and self.running_for is answer and not self.needed
+        if covered and (self.final_built is answer if final else waited):
+            return  # (a final run after the pass that was the final state: the variations
+            # screen's comes when its turn for the detectors does, after that pass ended)
         self.running_for = answer
         self._over.clear()
         try:

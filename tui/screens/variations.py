@@ -13,7 +13,9 @@ accept/reject loop) and cancels the rest; `escape` cancels everything and closes
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -26,6 +28,7 @@ from textual.widgets import Footer, Static
 
 from core.answer import AnswerRun, StreamStats
 from core.client import CoreError
+from core.rebuild_schedule import RebuildSchedule, RebuildWork
 from core.review import Review
 from core.variations import (
     DEFAULT_VARIATIONS,
@@ -107,9 +110,14 @@ class VariationsScreen(ModalScreen[VariationChoice | None]):
         self._streams: dict[int, Any] = {}
         self._reviewing: set[int] = set()
         self._reviewed: set[int] = set()   # review ran (or failed): nothing more will come
-        self._rebuild_needed = [False] * self.n
-        self._rebuilding = [False] * self.n
-        self._review_lock = asyncio.Lock()  # one detector pass at a time: the indexes are shared
+        # each variation's rebuilds as the main loop's (core/rebuild_schedule.py): its completed
+        # edits re-diffed off the UI loop, one pass at a time, requests coalescing; the panes
+        # paint from the runs on the frame timer, so a pass draws nothing itself
+        self._schedules: list[RebuildSchedule[AnswerRun, Review] | None] = [
+            None if run is None else RebuildSchedule(self._work(index, run)) for index, run in enumerate(self.runs)]
+        # one detector pass at a time: the indexes are shared (the thread lock also covers a
+        # final review done by a pass in flight at the answer's end: the schedule's hand-over)
+        self._review_lock, self._detectors = asyncio.Lock(), threading.Lock()
         self._started = time.perf_counter()
         self._final_painted = False
 
@@ -214,39 +222,49 @@ class VariationsScreen(ModalScreen[VariationChoice | None]):
         if run is not None:
             await self._review(index)
 
-    def _request_rebuild(self, index: int) -> None:
-        self._rebuild_needed[index] = True
-        if not self._rebuilding[index]:
-            self.run_worker(self._rebuild(index), group=f"vary-rebuild-{index}")
+    def _work(self, index: int, run: AnswerRun) -> RebuildWork[AnswerRun, Review]:
+        """What a pass does for one variation: diff it; the detectors on its final state only
+        (nobody reads an earlier state's review here: that pass ends as one that gave way)."""
+        def nothing(*_: object) -> None:
+            return None
 
-    async def _rebuild(self, index: int) -> None:
-        """Re-diff the completed edits off the UI loop; requests while it runs coalesce."""
-        while self._rebuilding[index]:
-            await asyncio.sleep(FRAME_S)
-        self._rebuilding[index] = True
-        try:
-            self._rebuild_needed[index] = True
-            while self._rebuild_needed[index]:
-                self._rebuild_needed[index] = False
-                run = self.runs[index]
-                if run is not None:
-                    await asyncio.to_thread(run.rebuild_proposal)
-        finally:
-            self._rebuilding[index] = False
+        def review(run: AnswerRun, stale: Callable[[], bool], final: bool) -> Review | None:
+            if not final:
+                return None
+            with self._detectors:
+                return self.station.review(run)
+
+        return RebuildWork(
+            current=lambda: run, build=lambda run: run.rebuild_proposal(), prepare=nothing, record=nothing,
+            unrecorded=lambda run: False, review=review,
+            reviewed=lambda run, review: self._reviewed_one(index, review), draw=nothing, verify=nothing)
+
+    def _request_rebuild(self, index: int) -> None:
+        schedule = self._schedules[index]
+        if schedule is not None and schedule.request():
+            self.run_worker(schedule.run(), group=f"vary-rebuild-{index}")
 
     async def _review(self, index: int) -> None:
-        """Final diff, then the detectors (duplicates, slop, secrets, sensitive paths)."""
+        """Final diff, then the detectors (duplicates, slop, secrets, sensitive paths): the
+        schedule's final pass, one variation at a time (waiting on the loop, not in a thread
+        of the default executor that the other variations' rebuilds need)."""
+        schedule = self._schedules[index]
+        assert schedule is not None
         self._reviewing.add(index)
         try:
-            await self._rebuild(index)
             async with self._review_lock:
-                review = await asyncio.to_thread(self.station.review, self.runs[index])
-        except Exception as exc:  # noqa: BLE001 - a detector failure must not cost the answer
+                await schedule.run(final=True)
+        except Exception as exc:  # noqa: BLE001 - a failed diff must not cost the other answers
             self.notify(f"variation {index + 1}: review failed: {exc}", severity="warning")
-            return
         finally:
             self._reviewing.discard(index)
             self._reviewed.add(index)
+
+    def _reviewed_one(self, index: int, review: Review | BaseException) -> None:
+        """The final review is in (or a detector's error: said, the answer kept)."""
+        if isinstance(review, BaseException):
+            self.notify(f"variation {index + 1}: review failed: {review}", severity="warning")
+            return
         self.reviews[index] = review
         self.variations.update(
             index, slop_score=slop_per_100(review) or 0.0,
