@@ -198,6 +198,9 @@ class MapGraph:
     def_factor: np.ndarray  # 0.1 for private names, else 1
     def_in_tests: np.ndarray  # bool: defined in a test file
     exact: bool = False  # def_text holds exact signatures: rendering reads no file
+    # the indexer's number for this map (random, 0: none): a MapDelta names the serial of
+    # the map it applies to, so the app splices it only into that very map
+    serial: int = 0
 
     def definition(self, k: int) -> tagmod.Definition:
         return tagmod.Definition(self.def_name[k], self.def_kind[k], int(self.def_line[k]),
@@ -308,6 +311,24 @@ class RepoMap:
                                      daemon=True).start()
             if progress is not None:
                 self._progress = progress
+
+    def apply_deltas(self, deltas: Iterable[Any], progress: tuple[int, int | None, bool]) -> bool:
+        """Splice the indexer's deltas (`core.context.repomap_delta.MapDelta`, one per saved
+        file) into the map held, and install the result as `install` would; False (nothing
+        changed) when the first does not apply to the map held (another serial): the caller
+        asks for the whole map then."""
+        from core.context.repomap_delta import apply_delta
+
+        with self._lock:
+            graph = self._graph
+            for delta in deltas:
+                if graph is None or not delta.base or graph.serial != delta.base:
+                    return False
+                graph = apply_delta(graph, delta)
+            if graph is None or graph is self._graph:
+                return graph is not None
+            self.install(graph=graph, progress=progress)
+        return True
 
     def _warm_soon(self, graph: MapGraph) -> None:
         time.sleep(WARM_DELAY_S)

@@ -628,6 +628,13 @@ class IndexService:
                              map_checked=complete)
                 if complete and graph is not None:
                     self._warm_ranks()
+            elif kind == "map_delta":  # saved files spliced into the map sent last (a few kB)
+                _, deltas, done, total = msg
+                if not self.repo_map.apply_deltas(deltas, (done, total, True)):
+                    self._send(("resend_map",))  # not the map it was made for: the whole one
+                    continue
+                self._update(map_done=done, map_total=total, map_complete=True, map_checked=True)
+                self._warm_ranks()
             elif kind == "dups":
                 _, done, total, complete = msg
                 self._update(dups_done=done, dups_total=total, dups_complete=complete)

@@ -10,10 +10,13 @@ build:
                     ("init", root, files, cache_path, use_cache, known_key)
                     ("events", [(path, kind), ...])     files changed on disk
                     ("check", id, source, path, lines)  duplicate check of new code
-                    ("resend_map",)                     the stored map could not be read
+                    ("resend_map",)                     the stored map could not be read, or a
+                                                        delta did not fit the map held
                     ("stop",)
     indexer -> UI   ("map", MapGraph | ("stored", key) | ("oob", sizes) | None, done, total, complete)
                     (after ("oob", sizes): the map's pickle and its arrays' bytes: core.indexing.wire)
+                    ("map_delta", [MapDelta, ...], done, total)  saved files spliced into the
+                                                        map sent last (core.context.repomap_delta)
                     ("dups", done, total, complete)
                     ("reply", id, matches | None, error | None)
                     ("note", text)                       e.g. why a cache was rebuilt
@@ -32,6 +35,7 @@ map's graph in one read and each file's fingerprints without parsing.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 if __name__ == "__main__":  # the child: niced before its imports (~0.15 s of CPU beside the app's start)
@@ -65,6 +69,7 @@ if TYPE_CHECKING:  # the map's modules (~50 ms of imports) load on first use: a 
     # launch's child has its duplicate index ready before it needs them
     from core.context import tags as tagmod
     from core.context.repomap import FileFacts, MapGraph, RefVocab
+    from core.context.repomap_delta import MapDelta
 
 PROGRESS_EVERY_S = 0.25
 FIRST_MAP_AFTER_S = 0.3  # a partial map goes out this soon, then at doubling file counts
@@ -262,6 +267,7 @@ class Indexer:
         total = len(self.stamps)
         self._scan_all_tags()
         graph = build_graph(self.facts, self._vocab(), exact=True)
+        graph.serial = new_serial()
         self._graph = graph
         release_free_memory()  # the build's temporaries (~100 MB on a real 20k tree)
         stored = None
@@ -660,30 +666,48 @@ class Indexer:
         for read in self.dups.apply_events(dup_events, bulk=not self.dups_complete):
             self._cache_units(read.rel, read.stat, read.units)
         if map_changed:
-            graph = self._spliced_graph(rescanned) if spliceable else None
-            if graph is None:
+            spliced = self._map_deltas(rescanned) if spliceable else None
+            if spliced is not None:  # a few kB to the app, which splices them into its map
+                graph, deltas = spliced
+                self.send("map_delta", deltas, len(self.facts), len(self.stamps))
+            else:
                 graph = build_graph(self.facts, self._vocab(), exact=True)
-            self._send_graph(graph, len(self.facts), len(self.stamps), True)
+                graph.serial = new_serial()
+                self._send_graph(graph, len(self.facts), len(self.stamps), True)
             self._graph = graph
         if self.cache is not None:
             self.cache.commit()
             self.snapshot_due = time.monotonic() + SNAPSHOT_AFTER_S
 
-    def _spliced_graph(self, rescanned: list[str]) -> MapGraph | None:
+    def _map_deltas(self, rescanned: list[str]) -> tuple[MapGraph, list[MapDelta]] | None:
         """The held map with each rescanned file's new scan spliced in (repomap_delta:
-        equal to a full build), or None where one changed the names it defines or came or
-        went: then the whole graph is built (real 20k tree: 3-5 s of a core; a splice is
-        one file's scan and a few array copies)."""
-        from core.context.repomap_delta import update_graph
+        equal to a full build) and the deltas that make it from the map the app holds
+        (the one sent last: same serial); None where a file changed the names it defines,
+        came or went, or the held map has no serial: then the whole graph is built and
+        sent (real 20k tree: 3-5 s of a core and 114 MB; a splice is the file's scan, a
+        few array copies and a few kB)."""
+        from core.context.repomap_delta import apply_delta, make_delta
 
         graph = self._graph
+        deltas: list[MapDelta] = []
         for rel in dict.fromkeys(rescanned):
-            if graph is None:
+            if graph is None or not graph.serial:
                 return None
             if rel not in self.facts and rel not in graph.file_index:
                 continue  # not mapped before or now (too big, unreadable): nothing changes
-            graph = update_graph(graph, rel, self.facts.get(rel), self._vocab())
-        return graph
+            delta = make_delta(graph, rel, self.facts.get(rel), self._vocab())
+            if delta is None:
+                return None
+            delta = dataclasses.replace(delta, serial=new_serial())
+            graph = apply_delta(graph, delta)
+            deltas.append(delta)
+        return (graph, deltas) if graph is not None else None
+
+
+def new_serial() -> int:
+    """A map's number (`MapGraph.serial`): random, so maps of two indexer runs never share
+    one; never 0 (no serial)."""
+    return int.from_bytes(os.urandom(8), "little") >> 2 | 1
 
 
 def map_stamps(root: Path, files: list[str]) -> dict[str, tuple[int, int]]:

@@ -6,6 +6,7 @@ the property checks it declines only then, and that body edits are spliced."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import numpy as np
@@ -44,7 +45,19 @@ def _same(a: MapGraph, b: MapGraph) -> bool:
     ga, gb = a.graph, b.graph
     return ga.size == gb.size and all(eq(getattr(ga, f), getattr(gb, f))
                                       for f in ("src", "dst", "weight", "dangling", "degree")) and \
-        all(eq(getattr(a, f), getattr(b, f)) for f in MapGraph.__dataclass_fields__ if f != "graph")
+        all(eq(getattr(a, f), getattr(b, f)) for f in MapGraph.__dataclass_fields__ if f not in ("graph", "serial"))
+
+
+def _same_edges_any_order(a: MapGraph, b: MapGraph) -> bool:
+    """`_same`, but each file's out-edges compared as a set: a file's references are a
+    frozenset, whose order (so the order of its edges) depends on how it was made (read
+    back from the cache or scanned); the ranks do not (the weights are the same)."""
+    def canon(g: MapGraph) -> MapGraph:
+        order = np.lexsort((g.graph.dst, g.graph.src))
+        graph = dataclasses.replace(g.graph, dst=g.graph.dst[order], weight=g.graph.weight[order])
+        return dataclasses.replace(g, graph=graph)
+
+    return _same(canon(a), canon(b))
 
 
 def _facts(rel: str, text: str, vocab: RefVocab) -> FileFacts | None:
@@ -200,8 +213,80 @@ def test_the_indexer_splices_a_body_edit_and_rebuilds_a_new_name(tmp_path, monke
         (root / rel).write_text("# edited\n\n" + (root / rel).read_text() + "\nprint(len(files))\n")
     sent.clear()
     ix.handle(("events", [(files[0], "modified"), (files[1], "modified")]))
-    assert not builds and [m for m in sent if m[0] == "map"]
+    assert not builds and [m[0] for m in sent if m[0].startswith("map")] == ["map_delta"]
     assert ix._graph is not None and _same(ix._graph, fresh())
     (root / files[2]).write_text((root / files[2]).read_text() + "\n\ndef zz_new_name(x):\n    return x\n")
     ix.handle(("events", [(files[2], "modified")]))
     assert builds == [1] and ix._graph is not None and _same(ix._graph, fresh())
+
+
+def test_the_app_splices_the_indexers_delta_and_asks_again_on_another_map(tmp_path, monkeypatch):
+    """End to end (IndexService, indexer in a thread): a saved body reaches the app as a
+    delta (no build, no whole map) and the map it then holds equals a fresh build; a delta
+    made for another map than the one held is refused and the whole map is sent instead."""
+    import time
+
+    from bench.repo_gen import generate
+    from core.context import repomap
+    from core.indexing import worker
+    from core.indexing.cache import cache_file
+    from core.indexing.service import IndexService
+    from core.indexing.treestate import tree_state
+
+    root = generate(tmp_path / "repo", 20, 1)
+    repo_map = repomap.RepoMap(root)
+    svc = IndexService(root, repo_map, cache_path=cache_file(root, tmp_path / "cache")).start()
+    applied: list[bool] = []
+    real_build = repomap.build_graph
+    real_apply = repomap.RepoMap.apply_deltas
+
+    def spy(self, deltas, progress):
+        applied.append(real_apply(self, deltas, progress))
+        return applied[-1]
+
+    monkeypatch.setattr(repomap.RepoMap, "apply_deltas", spy)
+
+    class Conn:
+        def send(self, msg: tuple) -> None:
+            pass
+
+        def poll(self, timeout: float = 0) -> bool:
+            return False
+
+    def fresh() -> MapGraph:
+        other = worker.Indexer(root, Conn(), tree_state(root), use_cache=False)  # type: ignore[arg-type]
+        other.await_cache()
+        other.stamps = worker.map_stamps(root, other.files)
+        other._scan_all_tags(partial=False)
+        return real_build(other.facts, other._vocab(), exact=True)
+
+    def save_and_wait(rel: str, n: int) -> bool:
+        """Save a body edit; True once the app holds the map of the tree as it is now."""
+        (root / rel).write_text(f"# edit {n}\n" + (root / rel).read_text() + f"\nprint(len(files), {n})\n")
+        repo_map.on_file_event(rel)
+        want = fresh()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if repo_map._graph is not None and _same_edges_any_order(repo_map._graph, want):
+                return True
+            time.sleep(0.05)
+        return False
+
+    try:
+        assert svc.wait(120), svc.snapshot()
+        rel = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.py"))[3]
+        assert save_and_wait(rel, 0)  # the first event after the launch: scans loaded, a whole map
+        time.sleep(0.3)
+        builds: list[int] = []
+        monkeypatch.setattr(repomap, "build_graph", lambda *a, **k: builds.append(1) or real_build(*a, **k))
+        applied.clear()
+        assert save_and_wait(rel, 1)
+        assert applied == [True] and not builds
+        assert repo_map._graph is not None
+        repo_map._graph.serial = 12345  # the app holds another map than the indexer's last
+        assert save_and_wait(rel, 2)  # refused, then the whole map is resent
+        assert applied == [True, False] and not builds
+        assert save_and_wait(rel, 3)  # and deltas fit again
+        assert applied == [True, False, True] and not builds
+    finally:
+        svc.stop()
