@@ -75,6 +75,11 @@ PROGRESS_EVERY_S = 0.25
 FIRST_MAP_AFTER_S = 0.3  # a partial map goes out this soon, then at doubling file counts
 PARTIAL_MAP_GAP_S = 1.0  # at least this long between two partial maps (each costs a graph build)
 SNAPSHOT_AFTER_S = 2.0  # the map snapshot is stored once file events have been quiet this long
+# ... or this long when the map changed only by deltas since it was last stored: the snapshot
+# is the whole map (116 MB and ~0.2-0.5 s of a core on a real 20k tree) for a few kB of change,
+# and it is stored anyway when the indexer ends (the app stopping or gone: `run`'s finally).
+# A stale one (the indexer killed) costs the next launch a map build from the cached scans.
+SNAPSHOT_AFTER_DELTAS_S = 60.0
 
 
 class Indexer:
@@ -109,6 +114,7 @@ class Indexer:
         self.dups_complete = False
         self.known_key: bytes | None = None  # tree key of the map snapshot the app loaded itself
         self.snapshot_due: float | None = None  # when to store the map snapshot after file events
+        self.rebuilt_unstored = False  # a map built whole since the snapshot was last stored
         self._graph: MapGraph | None = None  # the map last sent to the app
         self.scanned: set[str] = set()  # files rescanned from events since the last stored snapshot
 
@@ -372,6 +378,7 @@ class Indexer:
         self.cache.store_snapshot("map", now.key, self._graph)
         self.state = now
         self.scanned.clear()
+        self.rebuilt_unstored = False
 
     def _scan_all_tags(self, *, partial: bool = True) -> None:
         """Every source file's facts, from the cache where it is current; with `partial`,
@@ -674,10 +681,12 @@ class Indexer:
                 graph = build_graph(self.facts, self._vocab(), exact=True)
                 graph.serial = new_serial()
                 self._send_graph(graph, len(self.facts), len(self.stamps), True)
+                self.rebuilt_unstored = True
             self._graph = graph
         if self.cache is not None:
             self.cache.commit()
-            self.snapshot_due = time.monotonic() + SNAPSHOT_AFTER_S
+            quiet = SNAPSHOT_AFTER_S if self.rebuilt_unstored else SNAPSHOT_AFTER_DELTAS_S
+            self.snapshot_due = time.monotonic() + quiet
 
     def _map_deltas(self, rescanned: list[str]) -> tuple[MapGraph, list[MapDelta]] | None:
         """The held map with each rescanned file's new scan spliced in (repomap_delta:

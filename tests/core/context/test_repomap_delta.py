@@ -290,3 +290,45 @@ def test_the_app_splices_the_indexers_delta_and_asks_again_on_another_map(tmp_pa
         assert applied == [True, False, True] and not builds
     finally:
         svc.stop()
+
+
+def test_a_snapshot_after_deltas_waits_longer_than_after_a_rebuild(tmp_path):
+    """The map snapshot (the whole map: 116 MB on a real 20k tree) is stored 2 s after a
+    rebuilt map but only after a long quiet spell when deltas alone changed it; stopping
+    the indexer stores it at once, and the stored map is the spliced one."""
+    import time
+
+    from bench.repo_gen import generate
+    from core.indexing import worker
+    from core.indexing.cache import cache_file
+    from core.indexing.treestate import tree_state
+
+    root = generate(tmp_path / "repo", 12, 1)
+
+    class Conn:
+        def send(self, msg: tuple) -> None:
+            pass
+
+        def send_bytes(self, data: bytes) -> None:
+            pass
+
+        def poll(self, timeout: float = 0) -> bool:
+            return False
+
+    ix = worker.Indexer(root, Conn(), tree_state(root), cache_path=cache_file(root, tmp_path / "cache"))  # type: ignore[arg-type]
+    ix.await_cache()
+    ix.build_map()
+    files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.py"))
+    (root / files[1]).write_text((root / files[1]).read_text() + "\n\ndef zz_new_name(x):\n    return x\n")
+    ix.handle(("events", [(files[1], "modified")]))  # a new name: rebuilt
+    assert ix.snapshot_due is not None and ix.snapshot_due - time.monotonic() <= worker.SNAPSHOT_AFTER_S
+    ix.store_map_snapshot()
+    assert not ix.rebuilt_unstored
+    (root / files[2]).write_text("# edited\n" + (root / files[2]).read_text())
+    ix.handle(("events", [(files[2], "modified")]))  # a body: a delta
+    assert ix.snapshot_due is not None and ix.snapshot_due - time.monotonic() > worker.SNAPSHOT_AFTER_S * 5
+    ix.store_map_snapshot()  # as `run` does when it ends
+    assert ix.cache is not None
+    stored = ix.cache.snapshot("map", tree_state(root).key)
+    assert isinstance(stored, MapGraph) and ix._graph is not None and _same(stored, ix._graph)
+    assert stored.serial == ix._graph.serial
