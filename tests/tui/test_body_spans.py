@@ -151,3 +151,18 @@ async def test_a_written_line_in_an_apps_theme_too():
         for line in ["def f(x):  # note", "", "    return 'a'   ", "a\rb", "漢字 = 1", "\tx = 2"]:
             for path in ("pkg/a.py", "docs/b.md", "Makefile"):
                 _pending_same(path, "+", line)
+
+
+def test_hunk_headers_convert_as_from_rich_text():
+    """Every state, badge and reason (and a refused hunk's red line): the header's content is
+    Content.from_rich_text of its Rich Text."""
+    from tests.tui.test_diff_incremental import BADGES, REASONS, STATES, FakeHunk
+
+    for path in PATHS:
+        hunk = FakeHunk("h", path, 120, ["a\n"], ["b\n"])
+        for state in [*STATES, "pending", "accepted"]:
+            for badges in [*BADGES, "[F821] dup slop [syntax]"]:
+                for reason in REASONS:
+                    head = diff_render.hunk_head(hunk, state, 3, 47, badges, reason)
+                    got, expected = diff_render.head_content(head), Content.from_rich_text(head)
+                    assert (got.plain, got.spans) == (expected.plain, expected.spans)

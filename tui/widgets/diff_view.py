@@ -31,6 +31,7 @@ from textual.widgets import Static
 from tui.widgets.diff_render import (
     body_content,
     body_key,
+    head_content,
     hunk_head,
     pending_content,
     rendered_body,
@@ -234,7 +235,7 @@ class HunkView(Static):
             self._body_strips = BodyStrips(self._body, lines)
         # the header changes far more often (its number as hunks arrive, its state, its
         # badges): only it is converted again; the same content as render_hunk's Text
-        self._head = Content.from_rich_text(hunk_head(hunk, state, index, total, badges, reason))
+        self._head = head_content(hunk_head(hunk, state, index, total, badges, reason))
         # a header that takes as many lines as before at the width last laid out (a new
         # number, state or badge; the lines the same) repaints this hunk only: a layout
         # pass re-arranges every hunk (the review's and the checks' badges after the last
