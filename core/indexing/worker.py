@@ -115,6 +115,9 @@ class Indexer:
         self.known_key: bytes | None = None  # tree key of the map snapshot the app loaded itself
         self.snapshot_due: float | None = None  # when to store the map snapshot after file events
         self.rebuilt_unstored = False  # a map built whole since the snapshot was last stored
+        # the held map is of the tree now, its scans not loaded (`self.facts` holds only the
+        # files rescanned since): a launch from the map snapshot whose saves were all deltas
+        self.scanless = False
         self._graph: MapGraph | None = None  # the map last sent to the app
         self.scanned: set[str] = set()  # files rescanned from events since the last stored snapshot
 
@@ -348,7 +351,7 @@ class Indexer:
         if self.cache is None or not self.facts_complete:
             return  # without a cache the scans would have to be parsed again
         self.facts, self.vocab, self.stamps, self._graph = {}, None, {}, None
-        self.facts_complete = False
+        self.facts_complete = self.scanless = False
 
     def store_map_snapshot(self) -> None:
         """Store the map after file events, under the key of the tree as it is now, if the
@@ -356,7 +359,8 @@ class Indexer:
         last stored state must have been rescanned at its current stamp. Otherwise (an event
         not handled yet) nothing is stored; the next quiet moment tries again."""
         self.snapshot_due = None
-        if self.cache is None or self.state is None or not self.facts_complete or self._graph is None:
+        if self.cache is None or self.state is None or self._graph is None or \
+                not (self.facts_complete or self.scanless):
             return
         try:
             now = tree_state(self.root)
@@ -643,12 +647,20 @@ class Indexer:
         from core.context.repomap import build_graph
 
         map_changed = False
-        spliceable = self.facts_complete and self._graph is not None  # the graph is of self.facts
         rescanned: list[str] = []
-        if not self.facts_complete:  # the map came from a snapshot: its scans are needed now
-            if not self.stamps:
-                self.stamps = map_stamps(self.root, self.files)
-            self._scan_all_tags(partial=False)
+        if not self.facts_complete and not self.scanless:
+            # a launch from the map snapshot: the files changed since its tree (their events
+            # maybe lost) are rescanned with these, and spliced in like them if they can be
+            # (no 20k scans loaded: 4-10 s of a core on a real 20k tree)
+            lost = self._changed_since_snapshot()
+            if lost is not None:
+                known = {path.replace(os.sep, "/").lstrip("/") for path, _ in events}
+                events = events + [(rel, "modified") for rel in lost if rel not in known]
+                self.scanless = True
+                map_changed = bool(lost)
+        spliceable = (self.facts_complete or self.scanless) and self._graph is not None
+        if not self.facts_complete and not self.scanless:
+            self._load_map_scans()
             # the scans are of the tree now, the snapshot's graph of the tree at launch: a
             # file deleted or changed in between (its event maybe lost) must leave the map
             map_changed = True
@@ -676,8 +688,10 @@ class Indexer:
             spliced = self._map_deltas(rescanned) if spliceable else None
             if spliced is not None:  # a few kB to the app, which splices them into its map
                 graph, deltas = spliced
-                self.send("map_delta", deltas, len(self.facts), len(self.stamps))
+                self.send("map_delta", deltas, len(graph.files), len(self.stamps))
             else:
+                if not self.facts_complete:  # scanless: a delta could not make it
+                    self._load_map_scans()  # (the files just rescanned come from the cache)
                 graph = build_graph(self.facts, self._vocab(), exact=True)
                 graph.serial = new_serial()
                 self._send_graph(graph, len(self.facts), len(self.stamps), True)
@@ -687,6 +701,37 @@ class Indexer:
             self.cache.commit()
             quiet = SNAPSHOT_AFTER_S if self.rebuilt_unstored else SNAPSHOT_AFTER_DELTAS_S
             self.snapshot_due = time.monotonic() + quiet
+
+    def _load_map_scans(self) -> None:
+        """Every mapped file's scan, from the cache where current (the whole build needs them)."""
+        if not self.stamps:
+            self.stamps = map_stamps(self.root, self.files)
+        self._scan_all_tags(partial=False)
+        self.scanless = False
+
+    def _changed_since_snapshot(self) -> list[str] | None:
+        """With the scans not loaded: hold the map of the snapshot's tree (`self.state`;
+        read from the cache if the app installed it itself) and say which files changed
+        since; None when the map or the tree's state cannot be had, or the map has no
+        serial (the app's copy could not take deltas): then the scans are loaded."""
+        from core.context.repomap import MapGraph
+
+        if self.cache is None or self.state is None:
+            return None
+        if self._graph is None:
+            graph = self.cache.snapshot("map", self.state.key)
+            if not isinstance(graph, MapGraph):
+                return None
+            self._graph = graph
+        if not self._graph.serial:
+            return None
+        try:
+            now = tree_state(self.root)
+        except Exception:  # noqa: BLE001 -- then the scans are loaded, as before
+            return None
+        if not self.stamps:
+            self.stamps = map_stamps(self.root, self.files)
+        return now.changed_since(self.state)
 
     def _map_deltas(self, rescanned: list[str]) -> tuple[MapGraph, list[MapDelta]] | None:
         """The held map with each rescanned file's new scan spliced in (repomap_delta:

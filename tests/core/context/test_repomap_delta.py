@@ -332,3 +332,72 @@ def test_a_snapshot_after_deltas_waits_longer_than_after_a_rebuild(tmp_path):
     stored = ix.cache.snapshot("map", tree_state(root).key)
     assert isinstance(stored, MapGraph) and ix._graph is not None and _same(stored, ix._graph)
     assert stored.serial == ix._graph.serial
+
+
+def test_the_first_save_after_a_launch_from_the_snapshot_loads_no_scans(tmp_path, monkeypatch):
+    """Second launch (the map from its snapshot): the first saved body is a delta too,
+    with no scans loaded and no build; a file changed before it without an event (lost) is
+    rescanned and spliced with it; the app's map then equals a fresh build. A new name
+    afterwards loads the scans and rebuilds, as before."""
+    import time
+
+    from bench.repo_gen import generate
+    from core.context import repomap
+    from core.indexing import worker
+    from core.indexing.cache import cache_file
+    from core.indexing.service import IndexService
+    from core.indexing.treestate import tree_state
+
+    root = generate(tmp_path / "repo", 20, 1)
+    cache = cache_file(root, tmp_path / "cache")
+    first = IndexService(root, repomap.RepoMap(root), cache_path=cache).start()
+    assert first.wait(120)
+    first.stop()
+    real_build = repomap.build_graph
+    loads: list[int] = []
+    builds: list[int] = []
+    monkeypatch.setattr(repomap, "build_graph", lambda *a, **k: builds.append(1) or real_build(*a, **k))
+    real_load = worker.Indexer._load_map_scans
+    monkeypatch.setattr(worker.Indexer, "_load_map_scans", lambda self: loads.append(1) or real_load(self))
+
+    class Conn:
+        def send(self, msg: tuple) -> None:
+            pass
+
+        def poll(self, timeout: float = 0) -> bool:
+            return False
+
+    def fresh() -> MapGraph:
+        other = worker.Indexer(root, Conn(), tree_state(root), use_cache=False)  # type: ignore[arg-type]
+        other.await_cache()
+        other.stamps = worker.map_stamps(root, other.files)
+        other._scan_all_tags(partial=False)
+        return real_build(other.facts, other._vocab(), exact=True)
+
+    repo_map = repomap.RepoMap(root)
+    svc = IndexService(root, repo_map, cache_path=cache).start()
+
+    def settled() -> bool:
+        want = fresh()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if repo_map._graph is not None and _same_edges_any_order(repo_map._graph, want):
+                return True
+            time.sleep(0.05)
+        return False
+
+    try:
+        assert svc.wait(120) and settled()
+        builds.clear()
+        files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.py"))
+        (root / files[5]).write_text("# no event for this one\n" + (root / files[5]).read_text())
+        (root / files[4]).write_text("# saved\n" + (root / files[4]).read_text() + "\nprint(len(files))\n")
+        repo_map.on_file_event(files[4])
+        assert settled()
+        assert not builds and not loads
+        (root / files[6]).write_text((root / files[6]).read_text() + "\n\ndef zz_new_name(x):\n    return x\n")
+        repo_map.on_file_event(files[6])
+        assert settled()
+        assert builds and loads == [1]
+    finally:
+        svc.stop()
