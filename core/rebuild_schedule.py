@@ -239,9 +239,11 @@ class RebuildSchedule(Generic[A, R]):
 
     def _review_or_final(self, answer: A) -> tuple[bool, Reviewed[R]]:
         """The review of the state built last, or the final pass when the answer's end
-        superseded it (not when a new answer did: the requests are that one's)."""
+        superseded it (not when a new answer did: the requests are that one's). After the
+        end a review gives way only to the final state: it follows here, the final run
+        asked for it or not yet."""
         reviewed = self._review(answer)
-        if reviewed is None and answer.finished and self.needed and answer is self.work.current():
+        if reviewed is None and answer.finished and answer is self.work.current():
             return self._final_now(answer)
         return False, reviewed
 
@@ -251,7 +253,12 @@ class RebuildSchedule(Generic[A, R]):
         state cannot come, and a request racing the end is one it covers). A detector's
         error is returned (said on the caller's loop), not raised."""
         current = self.work.current
-        stale = (lambda: answer is not current()) if final else (lambda: self.needed)
+        if final:
+            def stale() -> bool:
+                return answer is not current()
+        else:  # (or the answer ended without this state's last edits: before its final run asks)
+            def stale() -> bool:
+                return self.needed or (answer.finished and self.diffed != (answer, coverage(answer)))
         try:
             return self.work.review(answer, stale, final)
         except Exception as exc:  # see the docstring

@@ -213,6 +213,7 @@ class ScheduleMachine(RuleBasedStateMachine):
         self.current: FakeAnswer | None = None
         self.tasks: list[asyncio.Task] = []
         self.finishing: asyncio.Task | None = None  # the current answer's worker (its final run)
+        self.late_final: FakeAnswer | None = None  # ended; its final run not started yet
         self.final_reviews: dict[int, int] = {}  # answer -> reviews started as the final one
         self.delivered: dict[int, list[tuple[tuple[int, tuple[int, int]], bool]]] = {}
         self.draws: dict[int, list[tuple[tuple[int, tuple[int, int]] | None, object]]] = {}
@@ -372,9 +373,11 @@ class ScheduleMachine(RuleBasedStateMachine):
         self._step(make)
 
     @precondition(lambda self: self.current is not None and not self.current.finished)
-    @rule(parse_error=st.booleans())
-    def answer_ends(self, parse_error: bool) -> None:
-        """The last token: the end may add a parse error; `finished` is set last."""
+    @rule(parse_error=st.booleans(), late=st.booleans())
+    def answer_ends(self, parse_error: bool, late: bool = False) -> None:
+        """The last token: the end may add a parse error; `finished` is set last. The final
+        run starts at once, or `late`, in a later step (passes may end meanwhile: the
+        variations screen's final run waits for its turn at the detectors)."""
         answer = self.current
         assert answer is not None
 
@@ -382,6 +385,20 @@ class ScheduleMachine(RuleBasedStateMachine):
             if parse_error:
                 answer.parse_errors.append("unclosed block")
             answer.finished = True
+            if late:
+                self.late_final = answer
+            else:
+                self.finishing = self._spawn(self._finish(answer))
+
+        self._step(make)
+
+    @precondition(lambda self: self.late_final is not None)
+    @rule()
+    def final_run_starts(self) -> None:
+        answer, self.late_final = self.late_final, None
+        assert answer is not None
+
+        def make() -> None:
             self.finishing = self._spawn(self._finish(answer))
 
         self._step(make)
@@ -407,11 +424,12 @@ class ScheduleMachine(RuleBasedStateMachine):
     def let_the_newest_go(self) -> None:
         self.let_go(-1, False)
 
-    @precondition(lambda self: not self.schedule.settled)
+    @precondition(lambda self: not self.schedule.settled and self.late_final is None)
     @rule()
     def stray_request(self) -> None:
         """A request at any moment until the answer settles, racing its end too (the app asks
-        only while an answer streams: none comes once it is fully shown)."""
+        only while an answer streams: none comes once it is fully shown, nor between its end
+        and its final run)."""
         def make() -> None:
             if self.schedule.request():
                 self._spawn(self.schedule.run())
@@ -444,7 +462,7 @@ class ScheduleMachine(RuleBasedStateMachine):
         def make() -> None:
             if self.finishing is not None and not self.finishing.done():
                 self.finishing.cancel()
-            self.finishing = None
+            self.finishing = self.late_final = None
             self._new_answer()
 
         self._step(make)
@@ -507,7 +525,7 @@ class ScheduleMachine(RuleBasedStateMachine):
     @invariant()
     def an_ended_answer_at_rest_settles(self) -> None:
         answer = self.current
-        if answer is None or self.h.parked or not answer.finished:
+        if answer is None or self.h.parked or not answer.finished or self.late_final is answer:
             return
         assert self.finishing is not None and self.finishing.done()
         assert self.schedule.settled, "the answer ended, nothing runs, and it never settled"
@@ -593,3 +611,26 @@ def test_a_new_answers_requests_are_not_served_by_the_loop_of_the_answer_it_repl
     _walk(lambda m: m.token(), lambda m: m.answer_ends(False), lambda m: m.new_answer(),
           lambda m: m.token(), _go("build"), _go("review"), the_new_answer_is_built, _go("build"),
           lambda m: m.answer_ends(False), _everything_done)
+
+
+def test_a_final_run_after_the_pass_that_was_the_final_state_adds_nothing() -> None:
+    """The variations screen's final run waits for its turn at the detectors: the pass in
+    flight at the end may have been the final state by then (every edit, reviewed as such).
+    The final run built and reviewed it a second time (fails on 83dd966)."""
+    def settled_once(m: ScheduleMachine) -> None:
+        assert m.final_reviews == {0: 1} and m.schedule.settled and not m.h.parked
+
+    _walk(lambda m: m.token(), lambda m: m.answer_ends(False, late=True), _go("build"), _go("review"),
+          _go("record"), _go("final prepare"), lambda m: m.final_run_starts(), settled_once)
+
+
+def test_an_earlier_review_gives_way_at_the_end_before_the_final_run_asks() -> None:
+    """The answer ends (a parse error: its state changes) while an earlier state's review
+    runs, and the final run has not asked yet: that review gives way and the final pass
+    follows in its thread (fails on e12e698: the earlier state's findings were delivered)."""
+    def settled_once(m: ScheduleMachine) -> None:
+        assert m.final_reviews == {0: 1} and m.schedule.settled and not m.h.parked
+
+    _walk(lambda m: m.token(), _go("build"), _go("prepare"), lambda m: m.answer_ends(True, late=True),
+          _go("review"), _go("build"), _go("review"), _go("record"), _go("final prepare"),
+          lambda m: m.final_run_starts(), settled_once)
