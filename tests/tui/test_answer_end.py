@@ -3,7 +3,9 @@
 The answer worker is exclusive: a prompt sent while an answer ends (its final rebuild, its
 final review, the frame that shows it, its record) cancels that worker. Whatever it was
 doing, the answer that was on screen must reach the session's record exactly once (the
-report's "answers", the conversation, the session counters), and the new answer too.
+report's "answers", the conversation, the session counters), and the new answer too; and
+the new prompt goes out with the answer it replaced in its conversation (the cancelled
+worker folds it before the new one assembles its request).
 
 Each point of the end is held by a gate (a thread waiting on an event, or the frame's await)
 while the test sends the next prompt the way a user does, so the interleaving is the one
@@ -104,6 +106,14 @@ async def test_an_answer_replaced_at_its_end_is_recorded_once(demo_root, core_ur
     async with app.run_test(size=(150, 44)) as pilot:
         await wait_for(pilot, lambda: app.client is not None, what="core connection")
         gate = _EndGate(monkeypatch, app, point)
+        sent_after: list[list[str]] = []  # the earlier prompts in the conversation each request sends
+        request = app.station.request
+
+        def seen_request(run, *args, **kwargs):
+            sent_after.append([turn.prompt for turn in app.station.context.history])
+            return request(run, *args, **kwargs)
+
+        monkeypatch.setattr(app.station, "request", seen_request)
         await _type_and_send(pilot, FIRST)
         await wait_for(pilot, lambda: app.answer is not None and app.answer.prompt == FIRST, what="the answer")
         first = app.answer
@@ -126,3 +136,5 @@ async def test_an_answer_replaced_at_its_end_is_recorded_once(demo_root, core_ur
             assert gate.final_review == ["gave way"], gate.final_review
         turns = [turn for turn in app.station.context.history if FIRST in turn.prompt]
         assert len(turns) == 1, "the first answer is in the conversation once"
+        assert len(sent_after) == 2 and any(FIRST in p for p in sent_after[1]), (
+            f"the new prompt went out without the answer it replaced: {sent_after}")
