@@ -633,6 +633,7 @@ class IndexService:
                 if not self.repo_map.apply_deltas(deltas, (done, total, True)):
                     self._send(("resend_map",))  # not the map it was made for: the whole one
                     continue
+                self._trusted = False  # the indexer's map of the tree now, as a whole one is
                 self._update(map_done=done, map_total=total, map_complete=True, map_checked=True)
                 self._warm_ranks()
             elif kind == "dups":
