@@ -10,6 +10,7 @@ import dataclasses
 import re
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -220,8 +221,9 @@ def test_the_indexer_splices_a_body_edit_and_rebuilds_a_new_name(tmp_path, monke
     assert builds == [1] and ix._graph is not None and _same(ix._graph, fresh())
 
 
-def test_the_app_splices_the_indexers_delta_and_asks_again_on_another_map(tmp_path, monkeypatch):
-    """End to end (IndexService, indexer in a thread): a saved body reaches the app as a
+@pytest.mark.parametrize("in_process", [True, False], ids=["thread", "child"])
+def test_the_app_splices_the_indexers_delta_and_asks_again_on_another_map(tmp_path, monkeypatch, in_process):
+    """End to end (IndexService, indexer in a thread or a child): a saved body reaches the app as a
     delta (no build, no whole map) and the map it then holds equals a fresh build; a delta
     made for another map than the one held is refused and the whole map is sent instead."""
     import time
@@ -235,7 +237,7 @@ def test_the_app_splices_the_indexers_delta_and_asks_again_on_another_map(tmp_pa
 
     root = generate(tmp_path / "repo", 20, 1)
     repo_map = repomap.RepoMap(root)
-    svc = IndexService(root, repo_map, cache_path=cache_file(root, tmp_path / "cache")).start()
+    svc = IndexService(root, repo_map, cache_path=cache_file(root, tmp_path / "cache"), in_process=in_process).start()
     applied: list[bool] = []
     real_build = repomap.build_graph
     real_apply = repomap.RepoMap.apply_deltas
@@ -274,10 +276,11 @@ def test_the_app_splices_the_indexers_delta_and_asks_again_on_another_map(tmp_pa
 
     try:
         assert svc.wait(120), svc.snapshot()
+        assert svc.snapshot().mode == ("thread" if in_process else "process")
         rel = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.py"))[3]
         assert save_and_wait(rel, 0)  # the first event after the launch: scans loaded, a whole map
         time.sleep(0.3)
-        builds: list[int] = []
+        builds: list[int] = []  # (counted in this process: the thread's builds)
         monkeypatch.setattr(repomap, "build_graph", lambda *a, **k: builds.append(1) or real_build(*a, **k))
         applied.clear()
         assert save_and_wait(rel, 1)
