@@ -4,6 +4,7 @@ socket: the check worker's and the indexer's children both start here."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,12 @@ def test_child_env_puts_the_package_root_first_and_keeps_what_is_set(monkeypatch
 
 
 def _pythonpath(pid: int) -> str:
-    for entry in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+    environ = b""
+    deadline = time.monotonic() + 10
+    while not environ and time.monotonic() < deadline:  # Popen can return (vfork) before the
+        environ = Path(f"/proc/{pid}/environ").read_bytes()  # new image's environ is readable
+        time.sleep(0.01)
+    for entry in environ.split(b"\0"):
         if entry.startswith(b"PYTHONPATH="):
             return entry.split(b"=", 1)[1].decode()
     return ""
