@@ -32,6 +32,35 @@ MODULES = sample_modules()[:10]
 _DEF = re.compile(r"^([ \t]*)(?:async\s+)?(def|class)\s+([A-Za-z_]\w*)", re.MULTILINE)
 
 
+class _Conn:
+    """The indexer's socket kept in memory: what it sent; never anything to read."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple] = []
+
+    def send(self, msg: tuple) -> None:
+        self.sent.append(msg)
+
+    def send_bytes(self, data: bytes) -> None:
+        self.sent.append(("bytes",))
+
+    def poll(self, timeout: float = 0) -> bool:
+        return False
+
+
+def _fresh_graph(root, build) -> MapGraph:
+    """A full build of the tree as it is now, by a new indexer without a cache (`build`: the
+    real build_graph, taken before a test counts its calls)."""
+    from core.indexing import worker
+    from core.indexing.treestate import tree_state
+
+    other = worker.Indexer(root, _Conn(), tree_state(root), use_cache=False)  # type: ignore[arg-type]
+    other.await_cache()
+    other.stamps = worker.map_stamps(root, other.files)
+    other._scan_all_tags(partial=False)
+    return build(other.facts, other._vocab(), exact=True)
+
+
 def _same(a: MapGraph, b: MapGraph) -> bool:
     """Every field equal, arrays by value and dtype, packed strings by text and offsets."""
     def eq(x: object, y: object) -> bool:
@@ -183,31 +212,14 @@ def test_the_indexer_splices_a_body_edit_and_rebuilds_a_new_name(tmp_path, monke
     from core.indexing.treestate import tree_state
 
     root = generate(tmp_path / "repo", 20, 1)
-    sent: list[tuple] = []
-
-    class Conn:
-        def send(self, msg: tuple) -> None:
-            sent.append(msg)
-
-        def send_bytes(self, data: bytes) -> None:
-            sent.append(("bytes",))
-
-        def poll(self, timeout: float = 0) -> bool:
-            return False
-
-    ix = worker.Indexer(root, Conn(), tree_state(root), use_cache=False)  # type: ignore[arg-type]
+    conn = _Conn()
+    sent = conn.sent
+    ix = worker.Indexer(root, conn, tree_state(root), use_cache=False)  # type: ignore[arg-type]
     ix.await_cache()
     ix.build_map()
     builds: list[int] = []
     real_build = repomap.build_graph
     monkeypatch.setattr(repomap, "build_graph", lambda *a, **k: builds.append(1) or real_build(*a, **k))
-
-    def fresh() -> MapGraph:
-        other = worker.Indexer(root, Conn(), tree_state(root), use_cache=False)  # type: ignore[arg-type]
-        other.await_cache()
-        other.stamps = worker.map_stamps(root, other.files)
-        other._scan_all_tags(partial=False)
-        return real_build(other.facts, other._vocab(), exact=True)
 
     files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.py"))
     for rel in files[:2]:  # lines shifted, a reference added
@@ -215,10 +227,10 @@ def test_the_indexer_splices_a_body_edit_and_rebuilds_a_new_name(tmp_path, monke
     sent.clear()
     ix.handle(("events", [(files[0], "modified"), (files[1], "modified")]))
     assert not builds and [m[0] for m in sent if m[0].startswith("map")] == ["map_delta"]
-    assert ix._graph is not None and _same(ix._graph, fresh())
+    assert ix._graph is not None and _same(ix._graph, _fresh_graph(root, real_build))
     (root / files[2]).write_text((root / files[2]).read_text() + "\n\ndef zz_new_name(x):\n    return x\n")
     ix.handle(("events", [(files[2], "modified")]))
-    assert builds == [1] and ix._graph is not None and _same(ix._graph, fresh())
+    assert builds == [1] and ix._graph is not None and _same(ix._graph, _fresh_graph(root, real_build))
 
 
 @pytest.mark.parametrize("in_process", [True, False], ids=["thread", "child"])
@@ -230,10 +242,8 @@ def test_the_app_splices_the_indexers_delta_and_asks_again_on_another_map(tmp_pa
 
     from bench.repo_gen import generate
     from core.context import repomap
-    from core.indexing import worker
     from core.indexing.cache import cache_file
     from core.indexing.service import IndexService
-    from core.indexing.treestate import tree_state
 
     root = generate(tmp_path / "repo", 20, 1)
     repo_map = repomap.RepoMap(root)
@@ -248,25 +258,11 @@ def test_the_app_splices_the_indexers_delta_and_asks_again_on_another_map(tmp_pa
 
     monkeypatch.setattr(repomap.RepoMap, "apply_deltas", spy)
 
-    class Conn:
-        def send(self, msg: tuple) -> None:
-            pass
-
-        def poll(self, timeout: float = 0) -> bool:
-            return False
-
-    def fresh() -> MapGraph:
-        other = worker.Indexer(root, Conn(), tree_state(root), use_cache=False)  # type: ignore[arg-type]
-        other.await_cache()
-        other.stamps = worker.map_stamps(root, other.files)
-        other._scan_all_tags(partial=False)
-        return real_build(other.facts, other._vocab(), exact=True)
-
     def save_and_wait(rel: str, n: int) -> bool:
         """Save a body edit; True once the app holds the map of the tree as it is now."""
         (root / rel).write_text(f"# edit {n}\n" + (root / rel).read_text() + f"\nprint(len(files), {n})\n")
         repo_map.on_file_event(rel)
-        want = fresh()
+        want = _fresh_graph(root, real_build)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if repo_map._graph is not None and _same_edges_any_order(repo_map._graph, want):
@@ -308,17 +304,7 @@ def test_a_snapshot_after_deltas_waits_longer_than_after_a_rebuild(tmp_path):
 
     root = generate(tmp_path / "repo", 12, 1)
 
-    class Conn:
-        def send(self, msg: tuple) -> None:
-            pass
-
-        def send_bytes(self, data: bytes) -> None:
-            pass
-
-        def poll(self, timeout: float = 0) -> bool:
-            return False
-
-    ix = worker.Indexer(root, Conn(), tree_state(root), cache_path=cache_file(root, tmp_path / "cache"))  # type: ignore[arg-type]
+    ix = worker.Indexer(root, _Conn(), tree_state(root), cache_path=cache_file(root, tmp_path / "cache"))  # type: ignore[arg-type]
     ix.await_cache()
     ix.build_map()
     files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.py"))
@@ -349,7 +335,6 @@ def test_the_first_save_after_a_launch_from_the_snapshot_loads_no_scans(tmp_path
     from core.indexing import worker
     from core.indexing.cache import cache_file
     from core.indexing.service import IndexService
-    from core.indexing.treestate import tree_state
 
     root = generate(tmp_path / "repo", 20, 1)
     cache = cache_file(root, tmp_path / "cache")
@@ -363,25 +348,11 @@ def test_the_first_save_after_a_launch_from_the_snapshot_loads_no_scans(tmp_path
     real_load = worker.Indexer._load_map_scans
     monkeypatch.setattr(worker.Indexer, "_load_map_scans", lambda self: loads.append(1) or real_load(self))
 
-    class Conn:
-        def send(self, msg: tuple) -> None:
-            pass
-
-        def poll(self, timeout: float = 0) -> bool:
-            return False
-
-    def fresh() -> MapGraph:
-        other = worker.Indexer(root, Conn(), tree_state(root), use_cache=False)  # type: ignore[arg-type]
-        other.await_cache()
-        other.stamps = worker.map_stamps(root, other.files)
-        other._scan_all_tags(partial=False)
-        return real_build(other.facts, other._vocab(), exact=True)
-
     repo_map = repomap.RepoMap(root)
     svc = IndexService(root, repo_map, cache_path=cache).start()
 
     def settled() -> bool:
-        want = fresh()
+        want = _fresh_graph(root, real_build)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if repo_map._graph is not None and _same_edges_any_order(repo_map._graph, want):
