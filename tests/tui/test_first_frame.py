@@ -48,7 +48,9 @@ async def test_a_second_launch_reads_its_cached_map_after_its_first_frame(demo_r
     async with app.run_test(size=(120, 36)) as pilot:
         await wait_for(pilot, lambda: _indexed(app), what="the second launch's indexes")
         app.station.indexes.stop()
-    assert events.index("key read") < events.index("frame") < events.index("map read")
+    # the key is read in the preload's thread, beside the app's start (before or after the
+    # frame: on a loaded box either happens); the map itself only once the frame is shown
+    assert "key read" in events and events.index("frame") < events.index("map read")
     assert events.count("map read") == 1
 
 
