@@ -146,6 +146,10 @@ class Workstation:
         # per answer (request id): the variations screen reviews several answers at once
         self._slop_jobs: dict[str, dict[tuple[str, str, frozenset[int]], Future]] = {}
         self._slop_lock = threading.Lock()
+        # answers replaced on screen since their last pass began (request ids, the most
+        # recent 8): a pass of one finding its jobs dropped gives way (see answer_replaced)
+        self._replaced: dict[str, None] = {}
+        self._shown_answer: AnswerRun | None = None
         self.policy = AcceptPolicy(self.dwell)
         self.fast_profiles = fast_profiles
         self.answers: list[AnswerRun] = []
@@ -537,6 +541,7 @@ class Workstation:
         # every file's slop goes to the worker process at once (it works through them while
         # this thread checks duplicates); analyses of texts no file has any more are dropped
         with self._slop_lock:
+            self._replaced.pop(run.request_id, None)  # reviewed again: shown again
             jobs = self._slop_jobs.pop(run.request_id, {})
             self._slop_jobs[run.request_id] = jobs  # the most recent answers last
             while len(self._slop_jobs) > 8:
@@ -586,6 +591,10 @@ class Workstation:
                 for future in (job, dup):
                     if future is not None:
                         self._wait_for(future, gives_way)
+                        if future.cancelled() and run.request_id in self._replaced:
+                            # answer_replaced dropped it: nobody will see this pass (its
+                            # check in this thread would only cost the new answer CPU)
+                            raise ReviewSuperseded("the answer was replaced on screen")
             done = self._review_file(proposal.files[i], dup, job)
             parts[i] = done
             if not any(f.kind == "unchecked" and ("checked for slop" in f.message or self.dups_ready)
@@ -602,6 +611,32 @@ class Workstation:
             if part.slop_score is not None:
                 review.slop_score = (review.slop_score or 0.0) + part.slop_score
         return review
+
+    def answer_shown(self, run: AnswerRun) -> None:
+        """`run` is now the answer on screen: the one it replaced gets `answer_replaced`.
+        The app calls this where it makes a new answer current (idempotent)."""
+        previous, self._shown_answer = self._shown_answer, run
+        if previous is not None and previous.request_id != run.request_id:
+            self.answer_replaced(previous)
+
+    def answer_replaced(self, run: AnswerRun) -> None:
+        """`run` left the screen for a newer answer: its checks still queued are dropped.
+
+        `review` keeps an answer's slop jobs (check worker) and duplicate checks (the dup
+        pool) for its next pass; a replaced answer gets none (its final review gives way,
+        the rebuild schedule starts no pass of it), so they would only run beside the new
+        request. Jobs already running finish; nothing the user saw changes (its recorded
+        review is the one it showed). A pass of it still waiting for a dropped job gives
+        way (ReviewSuperseded) instead of computing the check in its own thread."""
+        with self._slop_lock:
+            self._replaced[run.request_id] = None
+            while len(self._replaced) > 8:
+                self._replaced.pop(next(iter(self._replaced)))
+            jobs = list(self._slop_jobs.pop(run.request_id, {}).values())
+            queued = self._dup_queued.pop(run.request_id, [])
+        for check in queued:
+            check.cancel()
+        self._drop_slop_jobs(jobs)
 
     @staticmethod
     def _slop_job(jobs: dict[tuple[str, str, frozenset[int]], Future], fp: FileProposal,

@@ -473,6 +473,7 @@ class SparkApp(App):
         # that the assembly thread and the embedded core share, so it is done while the
         # model thinks, not before the request is sent. Until then only the state changes.
         self.answer, self.review, self.settled = run, None, False
+        self.station.answer_shown(run)  # the answer it replaced: its queued checks go
         status = self.query_one(StatusBar)
         diff = self.query_one(DiffView)
         shown = first_painted = False
@@ -526,6 +527,7 @@ class SparkApp(App):
     def _show_new_answer(self, run: AnswerRun) -> None:
         """A fresh answer: its own hunks, counts and timing from zero (nothing of the last)."""
         self.answer, self.review, self.settled = run, None, False
+        self.station.answer_shown(run)
         self._prose_expanded = False
         self._undo_note = None
         self._last_notes = None
