@@ -204,14 +204,21 @@ async def _measure(tmp: Path, lines_per_file: int, nth: int = 0) -> dict[str, An
     pressed: list[float] = []
     pressed_queued: list[float | None] = []
     handled: list[float] = []
+    moved: list[bool] = []  # per key: it moved the selection (False: at the last hunk, or none yet)
     phase: list[str] = []  # per key: "stream" (pressed before the last token) or "settle"
     try:
         app = Instrumented(root, url)
         original_next = app.action_next_hunk
 
+        views: list[Any] = []
+
         def next_hunk() -> None:
             handled.append(time.perf_counter())
+            if not views:
+                views.append(app.query_one("DiffView"))
+            before = views[0].current_id
             original_next()
+            moved.append(views[0].current_id != before)
 
         app.action_next_hunk = next_hunk  # type: ignore[method-assign]
         async with app.run_test(size=(160, 50)) as pilot:
@@ -266,17 +273,28 @@ async def _measure(tmp: Path, lines_per_file: int, nth: int = 0) -> dict[str, An
     waits: dict[str, list[float]] = {"stream": [], "settle": []}
     parts: dict[str, list[tuple[float, float]]] = {"stream": [], "settle": []}
     unqueued: dict[str, list[float]] = {"stream": [], "settle": []}
-    for sent, when, done, sent_queued in zip(pressed, phase, handled, pressed_queued, strict=False):
+    # stream keys by what they did: moved the selection; could not (at the last hunk, or no hunk
+    # yet), first after a key that moved, or again (a held j: what it shows may already be shown)
+    split: dict[str, list[float]] = {"moved": [], "end first": [], "end again": []}
+    before = True
+    for sent, when, done, sent_queued, went in zip(pressed, phase, handled, pressed_queued, moved,
+                                                   strict=False):
         # (keys are handled in order)
         at = next((i for i, d in enumerate(displays) if d >= done), None)
         if at is not None:
             drawn = displays[at]
             waits[when].append((drawn - sent) * 1000)
+            if when == "stream":
+                kind = "moved" if went else "end first" if before else "end again"
+                split[kind].append((drawn - sent) * 1000)
             parts[when].append(((done - sent) * 1000, (drawn - done) * 1000))
             drawn_queued = displays_queued[at]
             if sent_queued is not None and drawn_queued is not None:
                 unqueued[when].append((drawn - sent - (drawn_queued - sent_queued)) * 1000)
+        before = went
     out["keys"] = waits
+    out["keys_split"] = split
+    out["moved"] = moved
     out["keys_unqueued"] = unqueued  # the same, less the UI thread's waits for a CPU (_queued_s)
     out["key_parts"] = parts  # (pressed -> handled, handled -> drawn) per key, ms
     out["timeline"] = {"first": last_feed[0] - last, "pressed": [t - last for t in pressed],
@@ -314,6 +332,13 @@ def main() -> None:
     if unqueued:  # (Linux)
         print(f"  keys at 2,500 lines, during the stream, less the UI thread's waits for a CPU (the box's "
               f"load, {os.cpu_count()} CPUs): p50 {_pct(unqueued, 0.5):.1f} ms, p99 {_pct(unqueued, 0.99):.1f} ms")
+    said = {"moved": "moved the selection", "end first": "could not move (last hunk or none yet), after a move",
+            "end again": "could not move, again (a held j at the end)"}
+    for kind, what in said.items():  # a j at the last hunk moves nothing: its frame is its answer
+        waits = [w for r in bigs for w in r["keys_split"][kind]]
+        print(f"  keys at 2,500 lines, during the stream, that {what}: {len(waits)} keys, "
+              f"p50 {_pct(waits, 0.5):.1f} ms, p99 {_pct(waits, 0.99):.1f} ms, "
+              f"max {max(waits, default=float('nan')):.1f} ms")
     settle = statistics.median(r["settle_ms"] for r in bigs)
     p99 = _pct([w for r in bigs for w in r["keys"]["stream"]], 0.99)
     print(f"settle at 2,500 vs 250 lines: {settle / small['settle_ms']:.2f}x (goal: < 300 ms at "

@@ -48,7 +48,7 @@ from tui.widgets.diff_view import DiffView, HunkView
 from tui.widgets.prompt_input import PromptInput
 from tui.widgets.side_panel import SidePanel
 from tui.widgets.stable_footer import StableFooter
-from tui.widgets.status import StatusBar
+from tui.widgets.status import StatusBar, edge_note
 from tui.widgets.verify_panel import VerifyPanel
 
 if TYPE_CHECKING:
@@ -64,6 +64,7 @@ FRAME_S = 1 / 120
 # to the switch interval (5 ms by default) at each turn a key's way to the screen goes through.
 STREAM_SWITCH_S = 0.001
 _SWITCH_S = sys.getswitchinterval()  # the interval otherwise
+EDGE_NOTE_S = 1.5  # how long "last hunk (n of n)" stays after a j/k that could not move
 STATUS_EVERY_S = 0.25  # the status bar's live numbers (tokens, tok/s) while an answer streams
 _clock = time.monotonic  # (the paint's clock: a test sets it)
 log = logging.getLogger(__name__)
@@ -160,6 +161,8 @@ class SparkApp(App):
         self._numbers_shown = 0.0  # when _paint last set the status bar's live numbers
         self._numbers_due = False  # the answer's numbers changed since
         self._key_frame_due = False  # a j/k's frame is to be drawn (see _key_frame)
+        self._edge_shown = False  # the status bar shows a j/k's edge note (_step_hunk)
+        self._edge_timer: Timer | None = None  # takes the edge note away after EDGE_NOTE_S
         self._ui_loop: asyncio.AbstractEventLoop | None = None
         self._verify_badges: dict[str, str] = {}
         self._auto_fixed: set[str] = set()  # request ids whose failures went back by themselves
@@ -1010,20 +1013,52 @@ class SparkApp(App):
         self._decide(False, everything=True)
 
     def action_next_hunk(self) -> None:
-        diff = self.query_one(DiffView)
-        diff.select(diff.current + 1)
-        self._key_frame()
+        self._step_hunk(+1)
 
     def action_prev_hunk(self) -> None:
-        diff = self.query_one(DiffView)
-        diff.select(diff.current - 1)
-        self._key_frame()
+        self._step_hunk(-1)
 
-    def _key_frame(self) -> None:
+    def _step_hunk(self, step: int) -> None:
+        """j/k. A key that cannot move (at the last or first hunk, or none shown yet) still
+        answers in its own frame: the status bar says where the selection is (`edge_note`),
+        as a pager says (END); before, such a key changed nothing on screen, and a held j at
+        the last hunk of a streaming answer looked unanswered until the next hunk came. The
+        note goes when the selection moves, or after EDGE_NOTE_S."""
+        diff = self.query_one(DiffView)
+        before = diff.current_id
+        diff.select(diff.current + step)
+        status: StatusBar | None = None  # the status bar, when its edge note changed
+        if diff.current_id != before:
+            if self._edge_shown:  # (a key that moved pays only this check)
+                self._edge_shown = False
+                status = self.query_one(StatusBar)
+                status.edge = ""
+        else:
+            status = self.query_one(StatusBar)
+            status.edge = edge_note(step, diff.current, len(diff._order))
+            self._edge_shown = True
+            if self._edge_timer is None:
+                self._edge_timer = self.set_timer(EDGE_NOTE_S, self._clear_edge_note)
+            else:
+                self._edge_timer.reset()
+        self._key_frame(status)
+
+    def _clear_edge_note(self) -> None:
+        self._edge_timer = None
+        if self._edge_shown:
+            self._edge_shown = False
+            self.query_one(StatusBar).edge = ""
+
+    def _key_frame(self, status: StatusBar | None = None) -> None:
         """The frame that shows a j/k is drawn right after the keys queued with it are handled
         (one frame for a burst), not after Textual's idle hops and its next 1/MAX_FPS tick:
-        while an answer streams those took 10-45 ms after the key was handled (tui/key_frame.py)."""
-        if take_refreshes(self.screen, self.query_one(DiffView)) and not self._key_frame_due:
+        while an answer streams those took 10-45 ms after the key was handled (tui/key_frame.py).
+        `status`: the status bar too (its edge note changed): taken now, before its own idle
+        hands it to Textual's path (then this frame found nothing to draw)."""
+        screen = self.screen
+        if status is not None and not take_refreshes(screen, status):
+            return
+        if take_refreshes(screen, self.query_one(DiffView)) and not self._key_frame_due:
             self._key_frame_due = True
             asyncio.get_running_loop().call_soon(self._draw_key_frame)
 

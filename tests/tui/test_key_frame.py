@@ -188,3 +188,60 @@ async def test_random_key_runs_end_on_the_clamped_walk_with_the_marker_drawn_the
             assert diff.current == position, keys
             marked = [view for view in diff.query("HunkView") if view.has_class("-current")]
             assert [diff._views[diff.current_id]] == marked, keys
+
+
+async def test_a_key_that_cannot_move_answers_in_its_own_frame(demo_root, core_url, monkeypatch):
+    """A j at the last hunk (k at the first) moved nothing, so nothing was drawn for it: it
+    looked unanswered until the stream's next frame. It now says where the selection is on the
+    status bar, drawn in the next loop turn; the note goes when the selection moves."""
+    from tui.widgets.status import StatusBar
+
+    app = SparkApp(demo_root, core_url)
+    async with app.run_test(size=(120, 30)) as pilot:
+        _run, diff = await _streaming(app, pilot)
+        status = app.query_one(StatusBar)
+        total = len(FUNCTIONS)
+        for _ in range(total - 1):
+            app.action_next_hunk()
+        await pilot.pause(0.05)
+        assert diff.current == total - 1 and status.edge == ""
+        displays = _Displays(app, monkeypatch)
+        app.action_next_hunk()  # at the last hunk
+        await asyncio.sleep(0)  # one turn of the loop
+        assert diff.current == total - 1, "nothing to move to"
+        assert status.edge == f"last hunk ({total} of {total})"
+        assert displays.count == 1, "the key's feedback is drawn at once"
+        await pilot.pause(0.05)
+        shot = app.export_screenshot()
+        assert f"last hunk ({total} of {total})" in shot.replace("&#160;", " ")
+        app.action_prev_hunk()  # moves: the note goes, in the same frame
+        await asyncio.sleep(0)
+        assert diff.current == total - 2 and status.edge == ""
+        await pilot.pause(0.05)
+        assert "last hunk" not in app.export_screenshot().replace("&#160;", " ")
+        for _ in range(total):
+            app.action_prev_hunk()
+        await asyncio.sleep(0)
+        assert diff.current == 0 and status.edge == f"first hunk (1 of {total})"
+
+
+async def test_the_edge_note_goes_after_a_while(demo_root, core_url, monkeypatch):
+    """Left on screen it would go stale (new hunks stream in after it)."""
+    from tui.widgets.status import StatusBar
+
+    monkeypatch.setattr("tui.app.EDGE_NOTE_S", 0.1)
+    app = SparkApp(demo_root, core_url)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.press("escape")
+        app.action_prev_hunk()  # no answer: no hunk to select
+        status = app.query_one(StatusBar)
+        assert status.edge == "no hunks yet"
+        await wait_for(pilot, lambda: status.edge == "", what="the note taken away")
+
+
+def test_edge_note_texts():
+    from tui.widgets.status import edge_note
+
+    assert edge_note(+1, 46, 47) == "last hunk (47 of 47)"
+    assert edge_note(-1, 0, 47) == "first hunk (1 of 47)"
+    assert edge_note(+1, 0, 0) == edge_note(-1, 0, 0) == "no hunks yet"

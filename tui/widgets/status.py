@@ -10,6 +10,14 @@ LIGHTNING = "\u26a1"
 BRAIN = "\U0001f9e0"
 
 
+def edge_note(step: int, index: int, total: int) -> str:
+    """What a j (step +1) or k (-1) that could not move says: at which end the selection is,
+    and where ("last hunk (47 of 47)"), or that there is no hunk yet to select."""
+    if total <= 0:
+        return "no hunks yet"
+    return f"{'last' if step > 0 else 'first'} hunk ({index + 1} of {total})"
+
+
 class StatusBar(Static):
     """One line at the bottom of the main screen; fields are set by the app."""
 
@@ -25,6 +33,7 @@ class StatusBar(Static):
     context = reactive(None)  # a ContextMeter state: percent, band, warning
     unread: reactive[int] = reactive(0)
     forecast: reactive[str] = reactive("")  # the profile's prediction and the gap (gap_text)
+    edge: reactive[str] = reactive("")  # a j/k that could not move: where the selection is (edge_note)
 
     def render(self) -> Text:
         text = Text()
@@ -40,6 +49,8 @@ class StatusBar(Static):
         text.append(f"  {rate}  {ttft}  {self.tokens} tok{live}")
         if self.forecast:
             text.append(f"  {self.forecast}", style="dim")
+        if self.edge:  # first after the fixed fields: it stays in view on a narrow terminal
+            text.append(f"  {self.edge}", style="bold")
         if self.note:
             text.append(f"  {self.note}", style="italic")
         if self.context is not None:
