@@ -24,7 +24,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,17 +83,65 @@ class RefVocab:
         return np.fromiter((get(w, len(ids)) for w in refs), dtype=np.int32, count=len(refs))
 
 
-@dataclass(frozen=True, slots=True)
+_NO_COLS = np.zeros((0, 5), dtype=np.int32)
+_NO_COLS.flags.writeable = False
+
+
+@dataclass(frozen=True, slots=True, eq=False)
 class FileFacts:
-    """What the graph needs of one file: its definitions and the ids of names it mentions."""
+    """What the graph needs of one file: its definitions and the ids of names it mentions.
+
+    The definitions are packed: their names, kinds and signatures each as one string per
+    file, and one int32 array of (end of name, end of kind, end of text, line, depth) per
+    definition. As a tuple of `Definition`s (a tuple, three strings and two ints each) the
+    353,000 definitions of a real 20,000-file tree held ~150 MB through the map's build,
+    the peak of a first launch's indexer; packed they are ~45 MB, and the build joins the
+    files' strings into the map's columns without a Python object per definition.
+    `defs` unpacks them on demand (one file at a time: a saved file's delta, rendering).
+    """
 
     lang: str
-    defs: tuple[tagmod.Definition, ...]
+    names: str
+    kinds: str
+    texts: str
+    cols: np.ndarray  # int32 (definitions, 5): name end, kind end, text end, line, depth
     refs: np.ndarray  # int32 ids in a RefVocab
 
     @classmethod
     def of(cls, tags: tagmod.FileTags, vocab: RefVocab) -> FileFacts:
-        return cls(tags.lang, tags.defs, vocab.encode(tags.refs))
+        return cls.pack(tags.lang, tags.defs, vocab.encode(tags.refs))
+
+    @classmethod
+    def pack(cls, lang: str, defs: Sequence[tagmod.Definition], refs: np.ndarray) -> FileFacts:
+        if not defs:
+            return cls(lang, "", "", "", _NO_COLS, refs)
+        cols = np.array([(len(d.name), len(d.kind), len(d.text), d.line, d.depth) for d in defs],
+                        dtype=np.int64)
+        np.cumsum(cols[:, :3], axis=0, out=cols[:, :3])
+        return cls(lang, "".join(d.name for d in defs), "".join(d.kind for d in defs),
+                   "".join(d.text for d in defs), cols.astype(np.int32), refs)
+
+    def __len__(self) -> int:
+        return len(self.cols)
+
+    def name_list(self) -> list[str]:
+        return _cut(self.names, self.cols[:, 0])
+
+    @property
+    def defs(self) -> tuple[tagmod.Definition, ...]:
+        cols = self.cols
+        return tuple(map(tagmod.Definition, _cut(self.names, cols[:, 0]), _cut(self.kinds, cols[:, 1]),
+                         cols[:, 3].tolist(), cols[:, 4].tolist(), _cut(self.texts, cols[:, 2])))
+
+
+def _cut(s: str, ends: np.ndarray) -> list[str]:
+    """The pieces of `s` that end at `ends` (the first starts at 0)."""
+    out: list[str] = []
+    start = 0
+    for end in ends.tolist():
+        out.append(s[start:end])
+        start = end
+    return out
 
 
 @dataclass
@@ -771,9 +819,9 @@ def _build_graph(scans: Mapping[str, FileFacts], vocab: RefVocab) -> MapGraph:
     file_index = {rel: i for i, rel in enumerate(files)}
     definers: dict[str, list[int]] = {}
     for i, rel in enumerate(files):
-        for d in scans[rel].defs:
-            if _mappable_name(d.name):
-                owners = definers.setdefault(d.name, [])
+        for name in scans[rel].name_list():
+            if _mappable_name(name):
+                owners = definers.setdefault(name, [])
                 if not owners or owners[-1] != i:
                     owners.append(i)
     base = len(files)
@@ -814,33 +862,58 @@ def _build_graph(scans: Mapping[str, FileFacts], vocab: RefVocab) -> MapGraph:
     graph = Graph.from_edges(base + len(ident_index), src, dst, weight)
     del src, dst, weight
     del node_of, weight_of, sole_of
-    # the definition rows as arrays made straight from the scans (ten lists of 350,000
-    # Python numbers on a real 20,000-file tree held ~90 MB more at the build's peak)
-    defs_of = [scans[rel].defs for rel in files]
-    counts = np.fromiter((len(defs) for defs in defs_of), np.int64, len(files))
+    # the definition rows as arrays made straight from the packed scans: each column is the
+    # files' strings joined (offsets: each file's ends shifted by its start), with no Python
+    # object per definition but the names, one file at a time, for their ident and weights
+    facts = [scans[rel] for rel in files]
+    counts = np.fromiter((len(f) for f in facts), np.int64, len(files))
     starts = np.zeros(len(files) + 1, dtype=np.int64)
     np.cumsum(counts, out=starts[1:])
-    rows = list(itertools.chain.from_iterable(defs_of))
-    del defs_of
+    n = int(starts[-1])
+    cols = np.concatenate([f.cols for f in facts]) if n else np.zeros((0, 5), dtype=np.int32)
+    name_col, kind_col, text_col = (_joined(facts, attr, cols[:, c], counts)
+                                    for c, attr in enumerate(("names", "kinds", "texts")))
     # name -> (ident node, 1/number of defining files, factor), computed once per name
     meta = {name: (ident_index[name], 1.0 / len(owners), _definition_factor(name))
             for name, owners in definers.items()}
     del definers
-    kinds: dict[str, str] = {}  # one string object per kind, shared by every row
+    def_ident = np.empty(n, dtype=np.int64)
+    def_share = np.empty(n, dtype=np.float64)
+    def_factor = np.empty(n, dtype=np.float64)
+    for i, f in enumerate(facts):
+        a, b = int(starts[i]), int(starts[i + 1])
+        if a == b:
+            continue
+        rows = [meta.get(name) or (-1, 0.0, _definition_factor(name)) for name in f.name_list()]
+        def_ident[a:b], def_share[a:b], def_factor[a:b] = zip(*rows)
+    del meta, facts
     file_of = np.repeat(np.arange(len(files), dtype=np.int64), counts)
-    n = len(rows)
     return MapGraph(
         files, file_index, IdentIndex(PackedStrings(ident_index), base), graph, starts,
-        PackedStrings(d.name for d in rows), PackedStrings(kinds.setdefault(d.kind, d.kind) for d in rows),
-        PackedStrings(d.text for d in rows),
-        np.fromiter((d.line for d in rows), np.int64, n),
-        np.fromiter((d.depth for d in rows), np.int64, n), file_of,
-        np.fromiter(((meta.get(d.name) or (-1,))[0] for d in rows), np.int64, n),
-        np.fromiter(((meta.get(d.name) or (-1, 0.0))[1] for d in rows), np.float64, n),
+        name_col, kind_col, text_col,
+        cols[:, 3].astype(np.int64), cols[:, 4].astype(np.int64), file_of,
+        def_ident, def_share,
         np.repeat(1.0 / (counts + 1), counts),
-        np.fromiter((m[2] if (m := meta.get(d.name)) else _definition_factor(d.name) for d in rows), np.float64, n),
+        def_factor,
         np.asarray([is_test_path(rel) for rel in files], dtype=bool)[file_of],
     )
+
+
+def _joined(facts: list[FileFacts], attr: str, ends: np.ndarray, counts: np.ndarray) -> PackedStrings:
+    """One string column of the map: the files' packed strings `attr` joined, with offsets
+    from their per-file `ends` shifted by where each file's string starts."""
+    parts = [getattr(f, attr) for f in facts]
+    lengths = np.fromiter((len(p) for p in parts), np.int64, len(parts))
+    shift = np.zeros(len(parts), dtype=np.int64)
+    np.cumsum(lengths[:-1], out=shift[1:])
+    out = PackedStrings()
+    out.data = "".join(parts)
+    del parts
+    offsets = np.zeros(len(ends) + 1, dtype=np.int64)
+    offsets[1:] = ends
+    offsets[1:] += np.repeat(shift, counts)
+    out.offsets = offsets
+    return out
 
 
 _EMPTY_GRAPH = _build_graph({}, RefVocab())
