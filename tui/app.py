@@ -161,7 +161,7 @@ class SparkApp(App):
         self._numbers_shown = 0.0  # when _paint last set the status bar's live numbers
         self._numbers_due = False  # the answer's numbers changed since
         self._key_frame_due = False  # a j/k's frame is to be drawn (see _key_frame)
-        self._edge_shown = False  # the status bar shows a j/k's edge note (_step_hunk)
+        self._edge_shown = 0  # the status bar shows a j's (1) or k's (-1) edge note (_step_hunk)
         self._edge_timer: Timer | None = None  # takes the edge note away after EDGE_NOTE_S
         self._ui_loop: asyncio.AbstractEventLoop | None = None
         self._verify_badges: dict[str, str] = {}
@@ -1023,20 +1023,24 @@ class SparkApp(App):
         answers in its own frame: the status bar says where the selection is (`edge_note`),
         as a pager says (END); before, such a key changed nothing on screen, and a held j at
         the last hunk of a streaming answer looked unanswered until the next hunk came. The
-        note goes when the selection moves, or after EDGE_NOTE_S."""
+        note goes when the selection moves (a j onto a hunk that just streamed in, the new last,
+        updates it), or after EDGE_NOTE_S."""
         diff = self.query_one(DiffView)
         before = diff.current_id
         diff.select(diff.current + step)
         status: StatusBar | None = None  # the status bar, when its edge note changed
-        if diff.current_id != before:
+        total = len(diff._order)
+        at_edge = diff.current == (total - 1 if step > 0 else 0)
+        if diff.current_id != before and not (self._edge_shown == step and at_edge):
             if self._edge_shown:  # (a key that moved pays only this check)
-                self._edge_shown = False
+                self._edge_shown = 0
                 status = self.query_one(StatusBar)
                 status.edge = ""
-        else:
+        else:  # could not move, or moved onto the new last hunk of a stream while the note is
+            # shown (a held j at the stream's end: the note updates, it does not blink off and on)
             status = self.query_one(StatusBar)
-            status.edge = edge_note(step, diff.current, len(diff._order))
-            self._edge_shown = True
+            status.edge = edge_note(step, diff.current, total)
+            self._edge_shown = step
             if self._edge_timer is None:
                 self._edge_timer = self.set_timer(EDGE_NOTE_S, self._clear_edge_note)
             else:
@@ -1046,7 +1050,7 @@ class SparkApp(App):
     def _clear_edge_note(self) -> None:
         self._edge_timer = None
         if self._edge_shown:
-            self._edge_shown = False
+            self._edge_shown = 0
             self.query_one(StatusBar).edge = ""
 
     def _key_frame(self, status: StatusBar | None = None) -> None:

@@ -225,6 +225,40 @@ async def test_a_key_that_cannot_move_answers_in_its_own_frame(demo_root, core_u
         assert diff.current == 0 and status.edge == f"first hunk (1 of {total})"
 
 
+async def test_a_held_j_at_the_end_of_a_stream_updates_the_note_as_hunks_come(demo_root, core_url, monkeypatch):
+    """A j onto a hunk that just streamed in (the new last one) while the note is shown updates
+    it, in the key's frame: the note does not blink off for one key and on again at the next."""
+    from tui.widgets.status import StatusBar
+
+    app = SparkApp(demo_root, core_url)
+    async with app.run_test(size=(120, 30)) as pilot:
+        diff = app.query_one(DiffView)
+        status = app.query_one(StatusBar)
+        run = AnswerRun(app.workspace, "a prompt", "spark")
+        app._show_new_answer(run)
+        app._stream = object()
+        text = _answer()
+        cuts = [m.start() for m in re.finditer("invoicer/report.py", text)][1:3]  # 1 hunk, 1 more, the rest
+        notes = []
+        for part, shown in zip((text[:cuts[0]], text[cuts[0]:cuts[1]], text[cuts[1]:]), (1, 2, len(FUNCTIONS))):
+            run.feed(part, 100)
+            app._dirty = True
+            app._paint()
+            app._request_rebuild()
+            await wait_for(pilot, lambda shown=shown: len(diff._order) == shown, what=f"{shown} hunk(s) shown")
+            await pilot.pause(0.05)
+            displays = _Displays(app, monkeypatch)
+            app.action_next_hunk()  # held j: a press after each part
+            await asyncio.sleep(0)
+            assert displays.count == 1, "drawn in the key's frame"
+            notes.append((diff.current, status.edge))
+        assert notes == [(0, "last hunk (1 of 1)"),  # could not move
+                         (1, "last hunk (2 of 2)"),  # moved onto the hunk that came: updated
+                         (2, "")]  # moved, not to the last hunk: the note goes
+        app.action_prev_hunk()
+        assert diff.current == 1 and status.edge == ""
+
+
 async def test_the_edge_note_goes_after_a_while(demo_root, core_url, monkeypatch):
     """Left on screen it would go stale (new hunks stream in after it)."""
     from tui.widgets.status import StatusBar
