@@ -70,6 +70,13 @@ def _child_answer(worker: CheckWorker, job: Future) -> list | None:
         return None
 
 
+def _dropped(future: Future) -> bool:
+    """Whether a check was dropped (cancelled before it ran, or by its child job's drop)."""
+    if future.cancelled():
+        return True
+    return future.done() and isinstance(future.exception(), CancelledError)
+
+
 def _hunk_at(ranges: list[tuple[str, int, int]], line: int) -> str | None:
     for hid, start, count in ranges:
         if start <= line < start + max(count, 1):
@@ -149,6 +156,8 @@ class Workstation:
         # answers replaced on screen since their last pass began (request ids, the most
         # recent 8): a pass of one finding its jobs dropped gives way (see answer_replaced)
         self._replaced: dict[str, None] = {}
+        # per answer: its duplicate checks sent to the check worker's child, not answered yet
+        self._dup_child_jobs: dict[str, list[tuple[CheckWorker, Future]]] = {}
         self._shown_answer: AnswerRun | None = None
         self.policy = AcceptPolicy(self.dwell)
         self.fast_profiles = fast_profiles
@@ -562,7 +571,8 @@ class Workstation:
         with self._slop_lock:  # the answer's previous pass is over: its checks not started go
             for queued in self._dup_queued.pop(run.request_id, []):
                 queued.cancel()
-        checks: dict[int, Future | None] = {i: self._start_dup_check(proposal.files[i], memo) for i in todo}
+        checks: dict[int, Future | None] = {i: self._start_dup_check(proposal.files[i], memo, run.request_id)
+                                            for i in todo}
         with self._slop_lock:
             self._dup_queued[run.request_id] = [f for f in checks.values() if f is not None]
             while len(self._dup_queued) > 8:
@@ -591,7 +601,7 @@ class Workstation:
                 for future in (job, dup):
                     if future is not None:
                         self._wait_for(future, gives_way)
-                        if future.cancelled() and run.request_id in self._replaced:
+                        if _dropped(future) and run.request_id in self._replaced:
                             # answer_replaced dropped it: nobody will see this pass (its
                             # check in this thread would only cost the new answer CPU)
                             raise ReviewSuperseded("the answer was replaced on screen")
@@ -634,9 +644,12 @@ class Workstation:
                 self._replaced.pop(next(iter(self._replaced)))
             jobs = list(self._slop_jobs.pop(run.request_id, {}).values())
             queued = self._dup_queued.pop(run.request_id, [])
+            in_child = self._dup_child_jobs.pop(run.request_id, [])
         for check in queued:
             check.cancel()
         self._drop_slop_jobs(jobs)
+        for worker, job in in_child:  # a check started in the pool waits for its child's answer
+            worker.drop([job])
 
     @staticmethod
     def _slop_job(jobs: dict[tuple[str, str, frozenset[int]], Future], fp: FileProposal,
@@ -691,27 +704,49 @@ class Workstation:
                 self._dup_checks.pop(next(iter(self._dup_checks)))
             return memo
 
-    def _start_dup_check(self, fp: FileProposal, memo: StatementChecks | None = None) -> Future | None:
+    def _start_dup_check(self, fp: FileProposal, memo: StatementChecks | None = None,
+                         request_id: str | None = None) -> Future | None:
         """Send one file's duplicate check to the indexer now (None: nothing to check):
-        with the answer's `memo`, only its statements not checked in an earlier pass."""
+        with the answer's `memo`, only its statements not checked in an earlier pass.
+        `request_id`: the answer's, so that answer_replaced can drop it."""
         if not (self.dups_ready and fp.path.endswith(".py")):
             return None
         if self._dup_pool is None:
             self._dup_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="dup-check")
         added = _added_lines(_new_ranges(fp))
         if memo is not None:
-            return self._dup_pool.submit(self._memo_matches, memo, fp.new_text, fp.path, added)
+            return self._dup_pool.submit(self._memo_matches, memo, fp.new_text, fp.path, added, request_id)
         return self._dup_pool.submit(self._check_dups, fp.new_text, fp.path, lines=added)
 
-    def _memo_matches(self, memo: StatementChecks, text: str, path: str, added: list[int]) -> list:
+    def _memo_matches(self, memo: StatementChecks, text: str, path: str, added: list[int],
+                      request_id: str | None = None) -> list:
         """`memo.matches(text, path, added)`, computed by the check worker's twin of the memo
         when it has the index (the file's cut and the memo's work then hold no GIL here),
-        else here."""
+        else here. Raises CancelledError when answer_replaced dropped it (of an answer
+        nobody sees any more: not computed here instead)."""
         worker = self._live_dups_child()
         if worker is not None:
-            found = _child_answer(worker, worker.dups_matches(str(self.root), memo.name, text, path, added))
+            job = worker.dups_matches(str(self.root), memo.name, text, path, added)
+            entry = (worker, job)
+            with self._slop_lock:
+                replaced = request_id is not None and request_id in self._replaced
+                if request_id is not None and not replaced:
+                    self._dup_child_jobs.setdefault(request_id, []).append(entry)
+                    while len(self._dup_child_jobs) > 8:
+                        self._dup_child_jobs.pop(next(iter(self._dup_child_jobs)))
+            if replaced:
+                worker.drop([job])
+            try:
+                found = _child_answer(worker, job)
+            finally:
+                with self._slop_lock:
+                    pending = self._dup_child_jobs.get(request_id or "", [])
+                    if entry in pending:
+                        pending.remove(entry)
             if found is not None:
                 return found
+            if job.cancelled() and request_id in self._replaced:
+                raise CancelledError("its answer was replaced on screen")
         return memo.matches(text, path, added)
 
     def _review_file(self, fp: FileProposal, dup_check: Future | None = None,
