@@ -17,7 +17,6 @@ import functools
 import gc
 import inspect
 import logging
-import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
@@ -59,11 +58,6 @@ if TYPE_CHECKING:
     from core.client import CoreClient
 
 FRAME_S = 1 / 120
-# While an answer streams the UI thread gives the interpreter up at every turn of its loop (each
-# select()), and the rebuild's and duplicate checks' threads take it: getting it back took up
-# to the switch interval (5 ms by default) at each turn a key's way to the screen goes through.
-STREAM_SWITCH_S = 0.001
-_SWITCH_S = sys.getswitchinterval()  # the interval otherwise
 EDGE_NOTE_S = 1.5  # how long "last hunk (n of n)" stays after a j/k that could not move
 STATUS_EVERY_S = 0.25  # the status bar's live numbers (tokens, tok/s) while an answer streams
 _clock = time.monotonic  # (the paint's clock: a test sets it)
@@ -487,7 +481,6 @@ class SparkApp(App):
                 shown = True
                 self._show_new_answer(run)
                 status.streaming = True
-                sys.setswitchinterval(STREAM_SWITCH_S)  # (see STREAM_SWITCH_S; back in `finally`)
                 diff.typeahead = True
                 self._wake_paint()  # live numbers and the block being written, each frame
 
@@ -521,7 +514,6 @@ class SparkApp(App):
             self._stream = None
             diff.typeahead = False
             status.streaming = False
-            sys.setswitchinterval(_SWITCH_S)
         await self._finish_answer(run)
 
     def _next_redirect(self) -> str | None:
