@@ -815,6 +815,8 @@ def build_graph(scans: Mapping[str, FileFacts], vocab: RefVocab, *, exact: bool 
 
 
 def _build_graph(scans: Mapping[str, FileFacts], vocab: RefVocab) -> MapGraph:
+    from core.detectors.duplicates import release_free_memory
+
     files = sorted(scans)
     file_index = {rel: i for i, rel in enumerate(files)}
     definers: dict[str, list[int]] = {}
@@ -862,6 +864,7 @@ def _build_graph(scans: Mapping[str, FileFacts], vocab: RefVocab) -> MapGraph:
     graph = Graph.from_edges(base + len(ident_index), src, dst, weight)
     del src, dst, weight
     del node_of, weight_of, sole_of
+    release_free_memory()  # the edges' temporaries (below glibc's mmap threshold: kept resident)
     # the definition rows as arrays made straight from the packed scans: each column is the
     # files' strings joined (offsets: each file's ends shifted by its start), with no Python
     # object per definition but the names, one file at a time, for their ident and weights
