@@ -39,3 +39,40 @@ def test_the_map_of_packed_scans_holds_every_definition_in_file_order(files: dic
     assert graph.def_file.tolist() == [graph.file_index[rel] for rel in sorted(files) for _ in files[rel]]
     for rel, defs in files.items():
         assert graph.defs_of(rel) == tuple(defs)
+
+
+def _strings(graph: object) -> list[tuple[str, list[int]]]:
+    cols = [getattr(graph, a) for a in ("def_name", "def_kind", "def_text")] + [graph.ident_index.names]  # type: ignore[attr-defined]
+    return [(c.data, c.offsets.tolist()) for c in cols]
+
+
+def test_a_map_s_strings_survive_its_snapshot_file_the_socket_and_old_snapshots(tmp_path, monkeypatch) -> None:
+    import pickle
+
+    from core.context.repomap import PackedStrings
+    from core.indexing import wire
+    from core.indexing.cache import read_snapshot_file, write_snapshot_file
+
+    defs = [tagmod.Definition("héllo_world", "function", 3, 0, "def héllo_world(x):"),
+            tagmod.Definition("Thing", "class", 9, 0, "class Thing:"),
+            tagmod.Definition("méthode", "method", 10, 1, "    def méthode(self) -> '\U0001f600':")]
+    vocab = RefVocab()
+    graph = build_graph({"a.py": FileFacts.pack("python", defs, vocab.encode({b"Thing"})),
+                         "b/c.py": FileFacts.pack("python", defs[1:], vocab.encode({b"x"}))}, vocab, exact=True)
+    want = _strings(graph)
+    file = tmp_path / "map.snap"
+    write_snapshot_file(file, "/root", "map", b"k", graph)
+    found = read_snapshot_file(file, "/root", "map")
+    assert found is not None, "the map's snapshot was refused"
+    assert _strings(found[1]) == want
+    data, raws = wire.split(graph)  # type: ignore[misc]
+    assert len(data) < 2_000 and sum(r.nbytes for r in raws) > len("".join(d.text for d in defs))  # text out of band
+    got = pickle.loads(data, buffers=[np.frombuffer(bytes(r), np.uint8).copy() for r in raws])
+    assert _strings(got) == want
+    assert _strings(pickle.loads(pickle.dumps(graph, protocol=4))) == want
+    # a snapshot written before PackedStrings pickled itself (its state: the str, the offsets)
+    monkeypatch.setattr(PackedStrings, "__reduce_ex__", object.__reduce_ex__)
+    write_snapshot_file(file, "/root", "map", b"k", graph)
+    monkeypatch.undo()
+    found = read_snapshot_file(file, "/root", "map")
+    assert found is not None and _strings(found[1]) == want
