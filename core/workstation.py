@@ -9,6 +9,7 @@ Heavy calls (index build, review, write, undo) run in worker threads.
 from __future__ import annotations
 
 import itertools
+import queue
 import threading
 from collections.abc import Callable, Collection
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
@@ -159,6 +160,7 @@ class Workstation:
         # per answer: its duplicate checks sent to the check worker's child, not answered yet
         self._dup_child_jobs: dict[str, list[tuple[CheckWorker, Future]]] = {}
         self._shown_answer: AnswerRun | None = None
+        self._dropper: queue.SimpleQueue | None = None  # see _start_dropper
         self.policy = AcceptPolicy(self.dwell)
         self.fast_profiles = fast_profiles
         self.answers: list[AnswerRun] = []
@@ -549,6 +551,8 @@ class Workstation:
         parts = {i: self._file_reviews.get(key) for i, key in enumerate(keys)}
         # every file's slop goes to the worker process at once (it works through them while
         # this thread checks duplicates); analyses of texts no file has any more are dropped
+        if self._dropper is None:
+            self._start_dropper()
         with self._slop_lock:
             self._replaced.pop(run.request_id, None)  # reviewed again: shown again
             jobs = self._slop_jobs.pop(run.request_id, {})
@@ -647,9 +651,35 @@ class Workstation:
             in_child = self._dup_child_jobs.pop(run.request_id, [])
         for check in queued:
             check.cancel()
-        self._drop_slop_jobs(jobs)
+        if not (jobs or in_child):
+            return
+        if self._dropper is None:  # (no review started one: nothing of it was sent)
+            self._drop_jobs(jobs, in_child)
+        else:
+            # the drops lock the worker and write to its socket: each wait there hands the
+            # GIL on, and the caller (the UI thread, right before the new request goes out)
+            # waited 0.4-8 ms for it; a put here never waits
+            self._dropper.put((jobs, in_child))
+
+    def _drop_jobs(self, slop: list[Future], in_child: list[tuple[CheckWorker, Future]]) -> None:
+        self._drop_slop_jobs(slop)
         for worker, job in in_child:  # a check started in the pool waits for its child's answer
             worker.drop([job])
+
+    def _start_dropper(self) -> None:
+        """The thread that drops replaced answers' jobs (started by the first review, in
+        its thread: a thread's start waits for it, which the UI thread should not)."""
+        with self._slop_lock:
+            if self._dropper is not None:
+                return
+            dropper: queue.SimpleQueue = queue.SimpleQueue()
+            self._dropper = dropper
+
+        def run() -> None:
+            while True:
+                self._drop_jobs(*dropper.get())
+
+        threading.Thread(target=run, name="drop-replaced", daemon=True).start()
 
     @staticmethod
     def _slop_job(jobs: dict[tuple[str, str, frozenset[int]], Future], fp: FileProposal,
