@@ -871,6 +871,7 @@ def _build_graph(scans: Mapping[str, FileFacts], vocab: RefVocab) -> MapGraph:
         src_parts.append(np.full(int(hit.sum()), i, dtype=np.int64))
         dst_parts.append(nodes[hit])
         weight_parts.append(weight_of[refs][hit])
+    del node_of, weight_of, sole_of
     # each name's node -> its defining files, after the references; kept as arrays: as
     # Python lists the 2.4 million edges of a real 20,000-file tree cost ~250 MB more (a
     # first launch's indexer peaked at 772 MB here)
@@ -883,10 +884,12 @@ def _build_graph(scans: Mapping[str, FileFacts], vocab: RefVocab) -> MapGraph:
     weight_parts.append(np.ones(len(dst_parts[-1])))
     src, dst, weight = np.concatenate(src_parts), np.concatenate(dst_parts), np.concatenate(weight_parts)
     del src_parts, dst_parts, weight_parts, owners_of
+    # the edges' temporaries, freed, sit below glibc's raised mmap threshold: given back
+    # here (before from_edges' own ~40 MB, the build's peak) and after it
+    release_free_memory()
     graph = Graph.from_edges(base + len(ident_index), src, dst, weight)
     del src, dst, weight
-    del node_of, weight_of, sole_of
-    release_free_memory()  # the edges' temporaries (below glibc's mmap threshold: kept resident)
+    release_free_memory()
     # the definition rows as arrays made straight from the packed scans: each column is the
     # files' strings joined (offsets: each file's ends shifted by its start), with no Python
     # object per definition but the names, one file at a time, for their ident and weights
