@@ -61,6 +61,20 @@ def _fresh_graph(root, build) -> MapGraph:
     return build(other.facts, other._vocab(), exact=True)
 
 
+def _holds_fresh_map(repo_map, root, build, timeout: float = 60) -> bool:
+    """Whether the app's map comes to equal a fresh build of the tree as it is now (edges
+    compared as sets: see _same_edges_any_order) within `timeout` seconds."""
+    import time
+
+    want = _fresh_graph(root, build)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if repo_map._graph is not None and _same_edges_any_order(repo_map._graph, want):
+            return True
+        time.sleep(0.05)
+    return False
+
+
 def _same(a: MapGraph, b: MapGraph) -> bool:
     """Every field equal, arrays by value and dtype, packed strings by text and offsets."""
     def eq(x: object, y: object) -> bool:
@@ -262,13 +276,7 @@ def test_the_app_splices_the_indexers_delta_and_asks_again_on_another_map(tmp_pa
         """Save a body edit; True once the app holds the map of the tree as it is now."""
         (root / rel).write_text(f"# edit {n}\n" + (root / rel).read_text() + f"\nprint(len(files), {n})\n")
         repo_map.on_file_event(rel)
-        want = _fresh_graph(root, real_build)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if repo_map._graph is not None and _same_edges_any_order(repo_map._graph, want):
-                return True
-            time.sleep(0.05)
-        return False
+        return _holds_fresh_map(repo_map, root, real_build)
 
     try:
         assert svc.wait(120), svc.snapshot()
@@ -328,7 +336,6 @@ def test_the_first_save_after_a_launch_from_the_snapshot_loads_no_scans(tmp_path
     with no scans loaded and no build; a file changed before it without an event (lost) is
     rescanned and spliced with it; the app's map then equals a fresh build. A new name
     afterwards loads the scans and rebuilds, as before."""
-    import time
 
     from bench.repo_gen import generate
     from core.context import repomap
@@ -351,27 +358,18 @@ def test_the_first_save_after_a_launch_from_the_snapshot_loads_no_scans(tmp_path
     repo_map = repomap.RepoMap(root)
     svc = IndexService(root, repo_map, cache_path=cache).start()
 
-    def settled() -> bool:
-        want = _fresh_graph(root, real_build)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if repo_map._graph is not None and _same_edges_any_order(repo_map._graph, want):
-                return True
-            time.sleep(0.05)
-        return False
-
     try:
-        assert svc.wait(120) and settled()
+        assert svc.wait(120) and _holds_fresh_map(repo_map, root, real_build)
         builds.clear()
         files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.py"))
         (root / files[5]).write_text("# no event for this one\n" + (root / files[5]).read_text())
         (root / files[4]).write_text("# saved\n" + (root / files[4]).read_text() + "\nprint(len(files))\n")
         repo_map.on_file_event(files[4])
-        assert settled()
+        assert _holds_fresh_map(repo_map, root, real_build)
         assert not builds and not loads
         (root / files[6]).write_text((root / files[6]).read_text() + "\n\ndef zz_new_name(x):\n    return x\n")
         repo_map.on_file_event(files[6])
-        assert settled()
+        assert _holds_fresh_map(repo_map, root, real_build)
         assert builds and loads == [1]
     finally:
         svc.stop()
