@@ -535,6 +535,12 @@ class StreamingParser:
         bare = bare_token(self._prev_line, self.exists)
         if path is None and not bare and f is not None and f.path and not f.inner_open:
             path = f.path
+        opener = _fence_line(f.body[-1], "`") if f is not None and len(f.body) >= 2 else None
+        if path is None and not bare and f is not None and opener is not None and opener.opens:
+            # a path line, then ```python, inside a fence that a stray fence line opened (a
+            # ```` whose opening line was lost): the path line names this block's file, as it
+            # does outside a fence, never the previous block's file
+            path = clean_path(f.body[-2], self.exists)
         bare = bare or (f.bare if f is not None else None)
         if path is None and bare:
             self.errors.append(ParseError(self._line_no, None,

@@ -271,3 +271,15 @@ def test_path_named_in_backticks_in_prose_names_a_search_block_only():
             "=======\nX = 2\n>>>>>>> REPLACE\n```\n"
             "And `src/app.py` looks like this now:\n```python\nX = 2\n```\n")
     assert parse_edits(text) == [Edit("src/app.py", "X = 1\n", "X = 2\n", "search_replace")]
+
+
+def test_a_path_line_and_fence_after_a_stray_fence_line_name_the_next_block():
+    """A ```` line whose opening fence was lost (found by test_fuzz_answers): the next file's
+    path line and ```python fence sit inside that stray fence. The block is that file's; it
+    was taken as the previous block's file (b.py's new lines written into pkg/c.py)."""
+    text = ("pkg/c.py\n<<<<<<< SEARCH\n=======\nx = 1\n>>>>>>> REPLACE\n````\n"
+            "b.py\n```python\n<<<<<<< SEARCH\n=======\nB = 2\n>>>>>>> REPLACE\n```\n")
+    parser = StreamingParser()
+    edits = parser.feed(text) + parser.finish()
+    assert [(e.path, e.search, e.replace) for e in edits] == [
+        ("pkg/c.py", "", "x = 1\n"), ("b.py", "", "B = 2\n")]
