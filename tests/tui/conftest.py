@@ -96,3 +96,21 @@ async def client(core_url):
     connected = await CoreClient.connect(core_url)
     yield connected
     await connected.close()
+
+
+def stream_in(app, answer: str, chunk: int):
+    """Show a new answer and feed it as if it still streams (the app's stream is open): the
+    completed blocks ask for a rebuild, as the stream does. Returns the run and the diff view;
+    the caller waits for what it needs shown."""
+    from core.answer import AnswerRun
+    from tui.widgets.diff_view import DiffView
+
+    diff = app.query_one(DiffView)
+    run = AnswerRun(app.workspace, "a prompt", "spark")
+    app._show_new_answer(run)
+    app._stream = object()
+    run.feed(answer, chunk)
+    app._dirty = True
+    app._paint()
+    app._request_rebuild()
+    return run, diff

@@ -10,7 +10,7 @@ import re
 from textual import events
 
 from core.answer import AnswerRun
-from tests.tui.conftest import wait_for
+from tests.tui.conftest import stream_in, wait_for
 from tui import key_frame
 from tui.app import SparkApp
 from tui.widgets.diff_view import DiffView
@@ -59,14 +59,7 @@ class _Displays:
 
 async def _streaming(app: SparkApp, pilot) -> tuple[AnswerRun, DiffView]:
     """An answer whose hunks are shown while it still streams (as mid-stream rebuilds do)."""
-    diff = app.query_one(DiffView)
-    run = AnswerRun(app.workspace, "a prompt", "spark")
-    app._show_new_answer(run)
-    app._stream = object()
-    run.feed(_answer(), 200)
-    app._dirty = True
-    app._paint()
-    app._request_rebuild()
+    run, diff = stream_in(app, _answer(), 200)
     await wait_for(pilot, lambda: len(diff._order) == len(FUNCTIONS) and app.review is not None,
                    what="every hunk shown and reviewed")
     await pilot.pause(0.1)  # (the review's findings drawn: nothing but the keys draws after this)

@@ -5,7 +5,7 @@ the first open hunk, undoing the user's j/k)."""
 from __future__ import annotations
 
 from core.answer import AnswerRun
-from tests.tui.conftest import wait_for
+from tests.tui.conftest import stream_in, wait_for
 from tui.app import SparkApp
 from tui.widgets.diff_view import DiffView
 
@@ -23,14 +23,7 @@ def _answer() -> str:
 
 
 async def _streamed(app: SparkApp, pilot) -> tuple[AnswerRun, DiffView]:
-    diff = app.query_one(DiffView)
-    run = AnswerRun(app.workspace, "a prompt", "spark")
-    app._show_new_answer(run)
-    app._stream = object()
-    run.feed(_answer(), 60)
-    app._dirty = True
-    app._paint()
-    app._request_rebuild()  # as the stream does when blocks complete
+    run, diff = stream_in(app, _answer(), 60)
     await wait_for(pilot, lambda: len(diff._order) == len(BLOCKS), what="both hunks shown")
     return run, diff
 
