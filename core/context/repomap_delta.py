@@ -15,7 +15,9 @@ the caller rebuilds then.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -82,18 +84,25 @@ def make_delta(graph: MapGraph, rel: str, facts: FileFacts | None, vocab: RefVoc
                     dst, weight)
 
 
-def apply_delta(graph: MapGraph, delta: MapDelta) -> MapGraph:
+def apply_delta(graph: MapGraph, delta: MapDelta | MapEdit) -> MapGraph:
     """`graph` with the delta's file replaced (a new map; `graph` is left as it was, its
     unchanged columns shared), numbered `delta.serial`. The caller checks the base."""
+    if isinstance(delta, MapEdit):
+        return apply_edit(graph, delta)
     out = _with_rows(graph, _with_row(graph.graph, delta.file, delta.dst, delta.weight), delta)
     out.serial = delta.serial
     return out
 
 
-def update_graph(graph: MapGraph, rel: str, facts: FileFacts | None, vocab: RefVocab) -> MapGraph | None:
+def update_graph(graph: MapGraph, rel: str, facts: FileFacts | None, vocab: RefVocab,
+                 index: MapIndex | None = None) -> MapGraph | None:
     """`apply_delta(graph, make_delta(...))`: the map with `rel`'s new scan, or None where
-    a delta cannot make it (see make_delta)."""
+    a delta cannot make it (see make_delta) and no `index` (every file's scan, for a
+    `MapEdit`) is given."""
     delta = make_delta(graph, rel, facts, vocab)
+    if delta is None and index is not None:
+        made = index.update(graph, rel, facts)
+        return None if made is None else made[0]
     return None if delta is None else apply_delta(graph, delta)
 
 
@@ -197,3 +206,434 @@ def _splice_strings(packed: PackedStrings, a: int, b: int, items: tuple[str, ...
     mid = lo + np.cumsum(lengths)
     out.offsets = np.concatenate((packed.offsets[:a + 1], mid, packed.offsets[b + 1:] + (int(mid[-1]) if len(items) else lo) - hi))
     return out
+
+
+# -- saves that change the graph's nodes or owners ----------------------------------------
+# A def renamed, added or removed, a file created or deleted: node ids are the sorted files
+# then the sorted names, so a name or file that comes or goes renumbers every node after
+# it. The edit carries the few rows whose out-edges change (recomputed by _build_graph's
+# rule) and the names and file that come or go; `apply_edit` renumbers the rest with one
+# gather per column (monotone: every kept row keeps its edges' order) and splices the rows
+# in, so the result is `build_graph` of the new scans, array for array.
+
+
+@dataclass(frozen=True)
+class MapEdit:
+    """What turns the map numbered `base` into the one numbered `serial` when file `rel`
+    changed its defined names, came or went: node numbers are the new map's. A few kB to
+    a few hundred kB (a name many files mention), where the whole map is ~114 MB."""
+
+    base: int
+    serial: int
+    rel: str
+    op: str  # "edit", "add" (the file is new) or "remove" (the file is gone)
+    file: int  # the file's index: in the new map ("edit", "add"), in the old ("remove")
+    added: tuple[str, ...]  # names now defined that no file defined before (sorted)
+    removed: tuple[str, ...]  # names no file defines any more (sorted)
+    rows: np.ndarray  # int64 nodes whose out-edges are replaced or new, ascending
+    row_ends: np.ndarray  # int64 end of each row's edges in dst/weight
+    dst: np.ndarray  # int64
+    weight: np.ndarray  # normalised as Graph.from_edges does
+    share: np.ndarray  # int64 name nodes whose number of defining files changed
+    names: tuple[str, ...]  # the file's definition rows (none when removed)
+    kinds: tuple[str, ...]
+    texts: tuple[str, ...]
+    lines: np.ndarray
+    depths: np.ndarray
+    idents: np.ndarray  # int64 name node per definition, -1 when unmapped
+
+
+@dataclass
+class _Layout:
+    """The new map's node numbering: files, names, old node -> new node (-1: gone)."""
+
+    files: list[str]
+    fmap: np.ndarray  # old file -> new file (-1: removed), with one -1 appended
+    nmap: np.ndarray  # old node -> new node (-1: removed), with one -1 appended
+    names: PackedStrings  # the sorted defined names
+    size: int
+
+
+def _layout(graph: MapGraph, op: str, rel: str, file: int, added: tuple[str, ...],
+            removed: tuple[str, ...]) -> _Layout:
+    ident = graph.ident_index
+    assert isinstance(ident, IdentIndex)
+    nf = len(graph.files)
+    files = list(graph.files)
+    fmap = np.arange(nf + 1, dtype=np.int64)
+    if op == "add":
+        files.insert(file, rel)
+        fmap[file:] += 1
+    elif op == "remove":
+        del files[file]
+        fmap[file + 1:] -= 1
+        fmap[file] = -1
+    fmap[nf] = -1
+    old = ident.names
+    ni = len(old)
+    rem = np.fromiter((ident._find(n) for n in removed), np.int64, len(removed))
+    if (rem < 0).any():
+        raise ValueError("an edit removes a name the map does not define")
+    ins = np.fromiter((bisect.bisect_left(old, n) for n in added), np.int64, len(added))  # type: ignore[call-overload]
+    k = np.arange(ni, dtype=np.int64)
+    pos = k - np.searchsorted(rem, k, side="left") + np.searchsorted(ins, k, side="right")
+    pos[rem] = -1
+    new_count = ni - len(rem) + len(added)
+    at = ins - np.searchsorted(rem, ins, side="left") + np.arange(len(added), dtype=np.int64)
+    nf2 = len(files)
+    nmap = np.empty(nf + ni + 1, dtype=np.int64)
+    nmap[:nf] = fmap[:nf]
+    nmap[nf:nf + ni] = np.where(pos >= 0, pos + nf2, -1)
+    nmap[-1] = -1
+    return _Layout(files, fmap, nmap, _edit_sorted(old, pos, at, added, new_count), nf2 + new_count)
+
+
+def _edit_sorted(old: PackedStrings, pos: np.ndarray, at: np.ndarray, added: tuple[str, ...],
+                 count: int) -> PackedStrings:
+    """The names `old` (kept ones moved to `pos`, -1: removed) with `added` at `at`: runs
+    of kept names copied as text, the new ones between them."""
+    if not len(at) and not (pos < 0).any():
+        return old
+    kept = pos >= 0
+    lengths = np.zeros(count, dtype=np.int64)
+    lengths[pos[kept]] = np.diff(old.offsets)[kept]
+    lengths[at] = [len(n) for n in added]
+    out = PackedStrings()
+    out.offsets = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum(lengths, out=out.offsets[1:])
+    data, offsets = old.data, old.offsets
+    old_ids = np.flatnonzero(kept)
+    new_ones = list(zip(at.tolist(), added))
+    segments: list[str] = []
+    j = 0
+    for lo, hi in _runs(old_ids, pos[old_ids]):
+        p = int(pos[lo])
+        while j < len(new_ones) and new_ones[j][0] < p:
+            segments.append(new_ones[j][1])
+            j += 1
+        segments.append(data[int(offsets[lo]):int(offsets[hi])])
+    segments.extend(n for _, n in new_ones[j:])
+    out.data = "".join(segments)
+    return out
+
+
+def _runs(old_ids: np.ndarray, new_ids: np.ndarray) -> list[tuple[int, int]]:
+    """Maximal [lo, hi) ranges of old ids that are consecutive in both numberings."""
+    if not len(old_ids):
+        return []
+    brk = np.flatnonzero((np.diff(old_ids) != 1) | (np.diff(new_ids) != 1)) + 1
+    starts = np.concatenate(([0], brk))
+    ends = np.concatenate((brk, [len(old_ids)]))
+    return [(int(old_ids[s]), int(old_ids[e - 1]) + 1) for s, e in zip(starts.tolist(), ends.tolist())]
+
+
+def apply_edit(graph: MapGraph, edit: MapEdit) -> MapGraph:
+    """`graph` renumbered and with the edit's rows and file spliced in: a new map numbered
+    `edit.serial` (`graph` is left as it was). Raises ValueError when the edit does not fit
+    the map (an edge left pointing at a node that is gone)."""
+    lay = _layout(graph, edit.op, edit.rel, edit.file, edit.added, edit.removed)
+    g = graph.graph
+    nmap = lay.nmap
+    degree = g.degree if g.degree is not None else np.bincount(g.src, minlength=g.size)
+    offsets = np.zeros(g.size + 1, dtype=np.int64)
+    np.cumsum(degree, out=offsets[1:])
+    rows = edit.rows
+    lens = np.diff(edit.row_ends, prepend=0)
+    # old rows kept as they are (renumbered): not removed, not replaced
+    inverse = np.full(lay.size, -1, dtype=np.int64)
+    live = np.flatnonzero(nmap[:-1] >= 0)
+    inverse[nmap[live]] = live
+    keep = nmap[:-1] >= 0
+    replaced_old = inverse[rows]
+    keep[replaced_old[replaced_old >= 0]] = False
+    kept = np.flatnonzero(keep)
+    new_degree = np.zeros(lay.size, dtype=np.int64)
+    new_degree[nmap[kept]] = degree[kept]
+    new_degree[rows] = lens
+    dangling = np.zeros(lay.size, dtype=bool)
+    dangling[nmap[kept]] = g.dangling[kept]
+    dangling[rows] = lens == 0
+    renumber = lay.size != g.size or edit.op != "edit"
+    pieces: list[tuple[int, np.ndarray, np.ndarray]] = []  # (first new node, dst, weight)
+    for lo, hi in _runs(kept, nmap[kept]):
+        a, b = int(offsets[lo]), int(offsets[hi])
+        dst = nmap[g.dst[a:b]] if renumber or len(edit.removed) or len(edit.added) else g.dst[a:b]
+        pieces.append((int(nmap[lo]), dst, g.weight[a:b]))
+    ends = edit.row_ends.tolist()
+    for k, node in enumerate(rows.tolist()):
+        a = ends[k - 1] if k else 0
+        pieces.append((node, edit.dst[a:ends[k]], edit.weight[a:ends[k]]))
+    pieces.sort(key=lambda p: p[0])
+    new_dst = np.concatenate([p[1] for p in pieces]) if pieces else np.zeros(0, dtype=np.int64)
+    if len(new_dst) and int(new_dst.min()) < 0:
+        raise ValueError("a map edit left an edge to a node that is gone")
+    new_graph = Graph(size=lay.size, src=np.repeat(np.arange(lay.size, dtype=np.int64), new_degree),
+                      dst=new_dst.astype(np.int64, copy=False),
+                      weight=np.concatenate([p[2] for p in pieces]) if pieces else np.zeros(0),
+                      dangling=dangling, degree=new_degree)
+    # the definition rows: the file's spliced (inserted, replaced or dropped), every other
+    # row renumbered; a name whose number of defining files changed gets its new share
+    i = edit.file
+    starts = graph.file_starts
+    if edit.op == "add":
+        a = b = int(starts[i])
+    else:
+        a, b = int(starts[i]), int(starts[i + 1])
+    n = len(edit.names)
+    if edit.op == "add":
+        new_starts = np.concatenate((starts[:i + 1], starts[i:] + n))
+    elif edit.op == "remove":
+        new_starts = np.concatenate((starts[:i + 1], starts[i + 2:] - (b - a)))
+    else:
+        new_starts = starts.copy()
+        new_starts[i + 1:] += n - (b - a)
+
+    def splice(old: np.ndarray, new: np.ndarray) -> np.ndarray:
+        return np.concatenate((old[:a], new.astype(old.dtype, copy=False), old[b:]))
+
+    idents = edit.idents
+    share = np.fromiter((1.0 / int(new_degree[node]) if node >= 0 else 0.0 for node in idents.tolist()),
+                        np.float64, n)
+    def_ident = splice(nmap[graph.def_ident], idents)
+    def_share = splice(graph.def_share, share)
+    if len(edit.share):
+        hit = np.flatnonzero(np.isin(def_ident, edit.share))
+        def_share[hit] = 1.0 / new_degree[def_ident[hit]]
+    files = lay.files
+    out = MapGraph(
+        files, {rel: k for k, rel in enumerate(files)} if edit.op != "edit" else graph.file_index,
+        IdentIndex(lay.names, len(files)), new_graph, new_starts,
+        _splice_strings(graph.def_name, a, b, edit.names),
+        _splice_strings(graph.def_kind, a, b, edit.kinds),
+        _splice_strings(graph.def_text, a, b, edit.texts),
+        splice(graph.def_line, edit.lines), splice(graph.def_depth, edit.depths),
+        splice(lay.fmap[graph.def_file], np.full(n, i, dtype=np.int64)),
+        def_ident, def_share,
+        splice(graph.def_scale, np.full(n, 1.0 / (n + 1))),
+        splice(graph.def_factor, np.fromiter((_definition_factor(x) for x in edit.names), np.float64, n)),
+        splice(graph.def_in_tests, np.full(n, is_test_path(edit.rel), dtype=bool)),
+        exact=graph.exact, serial=edit.serial)
+    return out
+
+
+class MapIndex:
+    """What the indexer keeps beside its map to make `MapEdit`s: per reference id (the
+    vocab's), the name's node, weight and sole defining file as `_build_graph` has them,
+    kept in step with each edit, and every file's references, searched for the files that
+    mention a name that becomes defined. Valid for one vocab and the maps that share its
+    node numbering (a body delta keeps it; an edit renumbers it here)."""
+
+    def __init__(self, vocab: RefVocab, scans: Mapping[str, FileFacts]) -> None:
+        self.vocab = vocab
+        self.scans = scans  # the indexer's current scans (the new ones of rescanned files)
+        self._key: tuple[object, object] | None = None
+        self.node_of = np.zeros(0, dtype=np.int64)
+        self.weight_of = np.zeros(0)
+        self.sole_of = np.zeros(0, dtype=np.int64)
+        self._seen: dict[str, FileFacts] = {}  # the scans in _all_refs
+        self._all_refs = np.zeros(0, dtype=np.int32)
+        self._ref_owner = np.zeros(0, dtype=np.int64)
+        self._ref_rels: list[str] = []
+
+    def _sync(self, graph: MapGraph) -> None:
+        """The lookups for `graph`'s numbering, made from it when they are of another."""
+        if self._key == (graph.files, graph.ident_index):
+            self._grow()
+            return
+        ident = graph.ident_index
+        assert isinstance(ident, IdentIndex)
+        g = graph.graph
+        degree = g.degree if g.degree is not None else np.bincount(g.src, minlength=g.size)
+        offsets = np.zeros(g.size + 1, dtype=np.int64)
+        np.cumsum(degree, out=offsets[1:])
+        ids = self.vocab.ids
+        names = _cut_all(ident.names)
+        vids = np.fromiter((ids.setdefault(n.encode("utf-8", "surrogatepass"), len(ids)) for n in names),
+                           np.int64, len(names))
+        size = len(ids)
+        nf = len(graph.files)
+        owners = degree[nf:]
+        self.node_of = np.full(size, -1, dtype=np.int64)
+        self.node_of[vids] = np.arange(nf, nf + len(names), dtype=np.int64)
+        self.weight_of = np.zeros(size)
+        self.weight_of[vids] = [_name_weight(n, c) for n, c in zip(names, owners.tolist())]
+        self.sole_of = np.full(size, -1, dtype=np.int64)
+        first = g.dst[np.minimum(offsets[nf:-1], max(len(g.dst) - 1, 0))] if len(g.dst) else np.zeros(0, np.int64)
+        self.sole_of[vids] = np.where(owners == 1, first, -1)
+        self._key = (graph.files, graph.ident_index)
+
+    def _grow(self) -> None:
+        extra = len(self.vocab.ids) - len(self.node_of)
+        if extra > 0:
+            self.node_of = np.concatenate((self.node_of, np.full(extra, -1, dtype=np.int64)))
+            self.weight_of = np.concatenate((self.weight_of, np.zeros(extra)))
+            self.sole_of = np.concatenate((self.sole_of, np.full(extra, -1, dtype=np.int64)))
+
+    def _vid(self, name: str) -> int:
+        ids = self.vocab.ids
+        vid = ids.setdefault(name.encode("utf-8", "surrogatepass"), len(ids))
+        self._grow()
+        return vid
+
+    def mentions(self, vids: list[int]) -> set[str]:
+        """The files (of the current scans) whose references include any of `vids`."""
+        if not vids:
+            return set()
+        scans = self.scans
+        stale = [rel for rel, f in scans.items() if self._seen.get(rel) is not f]
+        if len(stale) > 256 or not self._seen:
+            self._index_refs()
+            stale = []
+        want = np.asarray(vids, dtype=np.int32)
+        hits = np.unique(self._ref_owner[np.isin(self._all_refs, want)]).tolist()
+        out = {self._ref_rels[k] for k in hits}
+        out = {rel for rel in out if self._seen.get(rel) is scans.get(rel)}
+        out.update(rel for rel in stale if np.isin(scans[rel].refs, want).any())
+        return out
+
+    def _index_refs(self) -> None:
+        rels = list(self.scans)
+        facts = [self.scans[r] for r in rels]
+        self._seen = dict(zip(rels, facts))
+        self._ref_rels = rels
+        counts = np.fromiter((len(f.refs) for f in facts), np.int64, len(facts))
+        self._all_refs = np.concatenate([f.refs for f in facts]) if facts else np.zeros(0, dtype=np.int32)
+        self._ref_owner = np.repeat(np.arange(len(rels), dtype=np.int64), counts)
+
+    def update(self, graph: MapGraph, rel: str, facts: FileFacts | None) -> tuple[MapGraph, MapEdit] | None:
+        """The map with `rel`'s new scan (`facts`; None: the file is gone) and the edit that
+        makes it from `graph`: equal to `build_graph` of the scans with it (numbered 0: the
+        caller numbers it); None when nothing changes (a file neither mapped nor mappable)
+        or a row to redo belongs to a file with no scan (gone too, later in the batch)."""
+        old_i = graph.file_index.get(rel)
+        if old_i is None and facts is None:
+            return None
+        self._sync(graph)
+        g = graph.graph
+        ident = graph.ident_index
+        assert isinstance(ident, IdentIndex)
+        nf = len(graph.files)
+        degree = g.degree if g.degree is not None else np.bincount(g.src, minlength=g.size)
+        offsets = np.zeros(g.size + 1, dtype=np.int64)
+        np.cumsum(degree, out=offsets[1:])
+        op = "remove" if facts is None else "edit" if old_i is not None else "add"
+        file = old_i if old_i is not None else bisect.bisect_left(graph.files, rel)
+        new_i = -1 if facts is None else file
+        old_names: set[str] = set()
+        if old_i is not None:
+            a, b = int(graph.file_starts[old_i]), int(graph.file_starts[old_i + 1])
+            nodes = graph.def_ident[a:b]
+            old_names = {ident.names[int(k) - nf] for k in nodes[nodes >= 0].tolist()}
+        new_defs = facts.name_list() if facts is not None else []
+        new_names = {n for n in new_defs if _mappable_name(n)}
+        shift = (1 if op == "add" else 0)
+        # every touched name: its owners before (old file ids) and after (new file ids)
+        before: dict[str, list[int]] = {}
+        after: dict[str, list[int]] = {}
+        for name in sorted(old_names | new_names):
+            node = ident.get(name, -1)
+            owners = g.dst[offsets[node]:offsets[node + 1]].tolist() if node >= 0 else []
+            before[name] = owners
+            moved = [o + (shift if op == "add" and o >= file else 0) - (1 if op == "remove" and o > file else 0)
+                     for o in owners if o != old_i]
+            if name in new_names:
+                bisect.insort(moved, new_i)
+            after[name] = moved
+        added = tuple(n for n in after if after[n] and not before[n])
+        removed = tuple(n for n in after if before[n] and not after[n])
+        lay = _layout(graph, op, rel, file, added, removed)
+        new_ident = IdentIndex(lay.names, len(lay.files))
+        nf2 = len(lay.files)
+        # the lookups in the new numbering
+        node_of = lay.nmap[self.node_of]
+        sole_of = lay.fmap[self.sole_of]
+        weight_of = self.weight_of.copy()
+        edge_sources: list[int] = []  # old name nodes whose referring rows must be redone
+        redo: set[int] = set()  # new file ids whose rows are redone
+        new_vids: list[int] = []
+        ident_rows: dict[int, list[int]] = {}
+        share: list[int] = []
+        for name, o2 in after.items():
+            o1 = before[name]
+            vid = self._vid(name)
+            if len(node_of) < len(self.node_of):
+                extra = len(self.node_of) - len(node_of)
+                node_of = np.concatenate((node_of, np.full(extra, -1, dtype=np.int64)))
+                sole_of = np.concatenate((sole_of, np.full(extra, -1, dtype=np.int64)))
+                weight_of = np.concatenate((weight_of, np.zeros(extra)))
+            node2 = new_ident.get(name, -1)
+            node_of[vid] = node2
+            weight_of[vid] = _name_weight(name, len(o2)) if o2 else 0.0
+            sole_of[vid] = o2[0] if len(o2) == 1 else -1
+            if o1 and (not o2 or _name_weight(name, len(o1)) != _name_weight(name, len(o2))):
+                edge_sources.append(ident[name])
+            if not o1 and o2:
+                new_vids.append(vid)
+            s1 = int(lay.fmap[o1[0]]) if len(o1) == 1 else -1
+            s2 = o2[0] if len(o2) == 1 else -1
+            if s1 != s2:
+                redo.update(s for s in (s1, s2) if s >= 0)
+            if o2 and ([int(lay.fmap[o]) for o in o1] != o2):
+                ident_rows[node2] = o2
+                if o1 and len(o1) != len(o2):
+                    share.append(node2)
+        if new_i >= 0:
+            redo.add(new_i)
+        if edge_sources:
+            src = g.src[np.isin(g.dst, np.asarray(edge_sources, dtype=np.int64))]
+            src = lay.fmap[np.unique(src[src < nf])]
+            redo.update(src[src >= 0].tolist())
+        index2 = {r: k for k, r in enumerate(lay.files)} if op != "edit" else graph.file_index
+        for other in self.mentions(new_vids):
+            k = index2.get(other)
+            if k is not None:
+                redo.add(k)
+        rows: list[tuple[int, np.ndarray, np.ndarray]] = []
+        for j in sorted(redo):
+            scan = facts if j == new_i else self.scans.get(lay.files[j])
+            if scan is None:
+                return None  # a file gone too, not yet taken out: the caller rebuilds
+            dst, w = _row(scan.refs, j, node_of, sole_of, weight_of)
+            rows.append((j, dst, w))
+        for node, owners in ident_rows.items():
+            ones = np.full(len(owners), 1.0 / len(owners)) if owners else np.zeros(0)
+            rows.append((node, np.asarray(owners, dtype=np.int64), ones))
+        rows.sort(key=lambda r: r[0])
+        lens = np.fromiter((len(r[1]) for r in rows), np.int64, len(rows))
+        defs = facts.defs if facts is not None else ()
+        n = len(defs)
+        edit = MapEdit(
+            graph.serial, 0, rel, op, file, added, removed,
+            np.fromiter((r[0] for r in rows), np.int64, len(rows)), np.cumsum(lens),
+            np.concatenate([r[1] for r in rows]) if rows else np.zeros(0, dtype=np.int64),
+            np.concatenate([r[2] for r in rows]) if rows else np.zeros(0),
+            np.asarray(share, dtype=np.int64),
+            tuple(d.name for d in defs), tuple(d.kind for d in defs), tuple(d.text for d in defs),
+            np.fromiter((d.line for d in defs), np.int64, n), np.fromiter((d.depth for d in defs), np.int64, n),
+            np.fromiter((new_ident.get(d.name, -1) if _mappable_name(d.name) else -1 for d in defs), np.int64, n))
+        out = apply_edit(graph, edit)
+        self.node_of, self.sole_of, self.weight_of = node_of, sole_of, weight_of
+        self._key = (out.files, out.ident_index)
+        del nf2
+        return out, edit
+
+
+def _row(refs: np.ndarray, i: int, node_of: np.ndarray, sole_of: np.ndarray,
+         weight_of: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """File i's out-edges by `_build_graph`'s rule (its references to defined names but its
+    own sole definitions, weighted by name), normalised as `Graph.from_edges` does."""
+    refs = refs[refs < len(node_of)]  # ids past the lookups: names no file defines
+    nodes = node_of[refs]
+    hit = (nodes >= 0) & (sole_of[refs] != i)
+    w = weight_of[refs][hit]
+    total = float(np.bincount(np.zeros(len(w), dtype=np.int64), weights=w, minlength=1)[0]) if len(w) else 0.0
+    norm = np.zeros(len(w))
+    if len(w):
+        np.divide(w, np.full(len(w), total), out=norm, where=np.full(len(w), total) > 0)
+    return nodes[hit], norm
+
+
+def _cut_all(packed: PackedStrings) -> list[str]:
+    data = packed.data
+    ends = packed.offsets.tolist()
+    return [data[ends[k]:ends[k + 1]] for k in range(len(ends) - 1)]

@@ -148,12 +148,21 @@ def _edit(texts: dict[str, str], kind: str, pick: int, words: list[str]) -> str:
             del texts[rel]
     elif kind == "add_file":
         texts[f"added_{pick}/{rel.rsplit('/', 1)[-1]}"] = text
+    elif kind == "def_used":  # a def of a name other files mention that none defined
+        other = texts[names[(pick + 1) % len(names)]]
+        defined = {m.group(3) for t in texts.values() for m in _DEF.finditer(t)}
+        used = sorted(set(re.findall(r"\b[a-z_][a-z0-9_]{3,}\b", other)) - defined)
+        if used:
+            texts[rel] = text + f"\n\ndef {used[pick % len(used)]}(z):\n    return z\n"
+    elif kind == "new_module":  # a new file defining a fresh name and one defined elsewhere
+        word = words[pick % len(words)]
+        texts[f"new_{pick}.py"] = f"def fresh_mod_{pick}(x):\n    return {word}(x)\n\n\nclass {word}:\n    pass\n"
     return rel
 
 
 EDITS = st.lists(st.tuples(
     st.sampled_from(["body", "body", "blank", "add_ref", "drop_ref", "rename_def", "add_def", "dup_def",
-                     "remove_def", "delete", "add_file"]),
+                     "remove_def", "delete", "add_file", "new_module", "def_used"]),
     st.integers(0, 10_000)), min_size=1, max_size=6)
 
 
@@ -184,6 +193,38 @@ def test_an_update_equals_a_full_rebuild(edits, size):
                 assert old is None or facts is None or _names(old) != _names(facts), (kind, r)
             graph = full
         assert rel in texts or kind == "delete"
+
+
+@settings(max_examples=40, deadline=None)
+@given(edits=EDITS, size=st.integers(3, len(MODULES)))
+def test_every_update_with_the_scans_equals_a_full_rebuild(edits, size):
+    """With every file's scan at hand (MapIndex) no update declines: a def renamed, added
+    or removed, a file added or deleted is an edit (MapEdit) whose map equals a full build
+    of the new scans array for array, and each map is made from the previous updated one
+    (not from a fresh build), so an error would carry on and be caught later too."""
+    from core.context.repomap_delta import MapIndex
+
+    texts = {f"pkg{k}/{p.name}": read_text(p) for k, p in enumerate(MODULES[:size])}
+    vocab = RefVocab()
+    scans = {rel: f for rel, t in texts.items() if (f := _facts(rel, t, vocab)) is not None}
+    graph = build_graph(scans, vocab, exact=True)
+    index = MapIndex(vocab, scans)
+    words = sorted({m.group(3) for t in texts.values() for m in _DEF.finditer(t)})
+    for kind, pick in edits:
+        before = dict(texts)
+        _edit(texts, kind, pick, words)
+        for r in sorted(r for r in set(before) | set(texts) if before.get(r) != texts.get(r)):
+            facts = _facts(r, texts[r], vocab) if r in texts else None
+            if facts is None:
+                scans.pop(r, None)
+            else:
+                scans[r] = facts
+            updated = update_graph(graph, r, facts, vocab, index)
+            if updated is None:  # only a file that was not mapped and still is not
+                assert r not in graph.file_index and facts is None, (kind, r)
+                continue
+            assert _same(updated, build_graph(scans, vocab, exact=True)), (kind, r)
+            graph = updated
 
 
 def _names(facts: FileFacts) -> set[str]:
