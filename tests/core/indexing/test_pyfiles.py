@@ -124,3 +124,27 @@ def test_a_record_of_something_else_is_not_used(tmp_path, damage):
     assert pyfiles.python_files(root, record) == list(iter_python_files(root))
     if damage == "gitignore":
         assert pyfiles.python_files(root, record) == []
+
+
+def test_the_apps_own_folder_neither_counts_nor_voids_the_listing(tmp_path, monkeypatch):
+    """Each launch writes a session record under `.spark/`: the app's folder is not the
+    user's code (the map's listing and the watcher skip it too), and a new record there
+    must not make the next launch walk the whole tree again."""
+    root = tmp_path / "tree"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "m.py").write_text("X = 1\n")
+    (root / ".spark" / "sessions").mkdir(parents=True)
+    (root / ".spark" / "journal.py").write_text("def f():\n    return 1\n")
+    record = tmp_path / "tree.pyfiles"
+    _age(root)
+    assert pyfiles.python_files(root, record) == ["pkg/m.py"] == list(iter_python_files(root))
+    walks: list[int] = []
+    real = pyfiles.iter_python_files
+
+    def counting(*args, **kwargs):
+        walks.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pyfiles, "iter_python_files", counting)
+    (root / ".spark" / "sessions" / "20261126-063836-b88fd8.jsonl").write_text("{}\n")  # a launch
+    assert pyfiles.python_files(root, record) == ["pkg/m.py"] and walks == []
