@@ -469,7 +469,10 @@ class StreamingParser:
         if info_path is None and ":" in first:  # ```diff:./Dockerfile
             info_path = clean_path(first.split(":", 1)[1], self.exists)
         if lang in DIFF_LANGS:
-            self._fence = _Fence(fl.marker, self._line_no, True, info_path, lang=lang)
+            # last_raw: a SEARCH/REPLACE block right inside a ```diff fence (models label
+            # them so) takes its file from the path line before the fence or the info
+            self._fence = _Fence(fl.marker, self._line_no, True, info_path, lang=lang,
+                                 last_raw=info_path or self._prev_line)
         else:
             path = info_path or clean_path(self._prev_line, self.exists)
             self._fence = _Fence(fl.marker, self._line_no, False, path, lang=lang,

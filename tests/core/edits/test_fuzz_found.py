@@ -1,0 +1,36 @@
+"""Answers the fuzz tests (test_fuzz_answers, soak runs with SPARK_PROPERTY_SCALE) found
+written wrong, minimised, each with the outcome it must have: exactly the edits it holds,
+or a refusal whose error names the block's file.  Each failed before its fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.edits.parser import StreamingParser
+
+F = "```"
+
+CASES = [
+    pytest.param(
+        # a SEARCH/REPLACE block in a ```diff fence (models label them so) after a path
+        # line: it was taken as the previous block's file (b.py's lines into a.py)
+        f"a.py\n{F}python\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n{F}\n\n"
+        f"b.py\n{F}diff\n<<<<<<< SEARCH\ny = 1\n=======\ny = 2\n>>>>>>> REPLACE\n{F}\n",
+        [("a.py", "x = 1\n", "x = 2\n"), ("b.py", "y = 1\n", "y = 2\n")], set(),
+        id="sr-block-in-a-diff-fence-after-a-path-line"),
+    pytest.param(
+        f"a.py\n{F}python\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n{F}\n\n"
+        f"{F}diff b.py\n<<<<<<< SEARCH\ny = 1\n=======\ny = 2\n>>>>>>> REPLACE\n{F}\n",
+        [("a.py", "x = 1\n", "x = 2\n"), ("b.py", "y = 1\n", "y = 2\n")], set(),
+        id="sr-block-in-a-diff-fence-with-the-path-in-its-info"),
+]
+
+
+@pytest.mark.parametrize("answer, edits, refused", CASES)
+def test_fuzz_found_answer(answer: str, edits: list[tuple[str, str, str]],
+                           refused: set[str]) -> None:
+    for text in (answer, answer.replace("\n", "\r\n")):
+        parser = StreamingParser()
+        got = parser.feed(text) + parser.finish()
+        assert [(e.path, e.search, e.replace) for e in got] == edits
+        assert {e.path for e in parser.errors} == refused
