@@ -383,8 +383,8 @@ class RepoMap:
                 self._progress = progress
 
     def apply_deltas(self, deltas: Iterable[Any], progress: tuple[int, int | None, bool]) -> bool:
-        """Splice the indexer's deltas (`core.context.repomap_delta.MapDelta`, one per saved
-        file) into the map held, and install the result as `install` would; False (nothing
+        """Splice the indexer's deltas (`core.context.repomap_delta.MapDelta` or `MapEdit`, one
+        per saved file) into the map held, and install the result as `install` would; False (nothing
         changed) when the first does not apply to the map held (another serial): the caller
         asks for the whole map then."""
         from core.context.repomap_delta import apply_delta
@@ -394,7 +394,10 @@ class RepoMap:
             for delta in deltas:
                 if graph is None or not delta.base or graph.serial != delta.base:
                     return False
-                graph = apply_delta(graph, delta)
+                try:
+                    graph = apply_delta(graph, delta)
+                except ValueError:  # an edit that does not fit this map: the whole one is asked for
+                    return False
             if graph is None or graph is self._graph:
                 return graph is not None
             self.install(graph=graph, progress=progress)

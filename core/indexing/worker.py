@@ -69,7 +69,7 @@ if TYPE_CHECKING:  # the map's modules (~50 ms of imports) load on first use: a 
     # launch's child has its duplicate index ready before it needs them
     from core.context import tags as tagmod
     from core.context.repomap import FileFacts, MapGraph, RefVocab
-    from core.context.repomap_delta import MapDelta
+    from core.context.repomap_delta import MapDelta, MapEdit, MapIndex
 
 PROGRESS_EVERY_S = 0.25
 FIRST_MAP_AFTER_S = 0.3  # a partial map goes out this soon, then at doubling file counts
@@ -80,6 +80,9 @@ SNAPSHOT_AFTER_S = 2.0  # the map snapshot is stored once file events have been 
 # and it is stored anyway when the indexer ends (the app stopping or gone: `run`'s finally).
 # A stale one (the indexer killed) costs the next launch a map build from the cached scans.
 SNAPSHOT_AFTER_DELTAS_S = 60.0
+# saves in one batch that change a file's defined names (or add or delete a file) made as
+# edits of the held map; more (a branch switch, a generator run) and the map is built whole
+MAX_EDITS_PER_BATCH = 16
 
 
 class Indexer:
@@ -119,6 +122,7 @@ class Indexer:
         # files rescanned since): a launch from the map snapshot whose saves were all deltas
         self.scanless = False
         self._graph: MapGraph | None = None  # the map last sent to the app
+        self._index: MapIndex | None = None  # the lookups map edits are made with (`_map_index`)
         self.scanned: set[str] = set()  # files rescanned from events since the last stored snapshot
 
     def set_tree(self, files: list[str] | TreeState) -> None:
@@ -350,7 +354,7 @@ class Indexer:
         from the map snapshot."""
         if self.cache is None or not self.facts_complete:
             return  # without a cache the scans would have to be parsed again
-        self.facts, self.vocab, self.stamps, self._graph = {}, None, {}, None
+        self.facts, self.vocab, self.stamps, self._graph, self._index = {}, None, {}, None, None
         self.facts_complete = self.scanless = False
 
     def store_map_snapshot(self) -> None:
@@ -535,7 +539,7 @@ class Indexer:
             self._preloaded = self.dups.load_snapshot(path, self._dups_expect(), meanwhile=self._python_files)
         except SnapshotError as exc:
             self._preloaded = exc
-        self.begin_cache_open()
+            self.begin_cache_open()  # the index is built from the cache: open it meanwhile
         self._python_files()
 
     def load_dups_snapshot(self) -> bool:
@@ -575,6 +579,10 @@ class Indexer:
                 return True
         self.dups_files = len(files)
         self.send("dups", self.dups_total, self.dups_total, True)
+        # an unchanged tree's index needed no cache: it opens only now (its check reads the
+        # whole database, 350 MB on 20k files: 0.1 s of a core warm, ~1 s and seconds of
+        # disk cold), in a thread, not beside the app's start on the way to this message
+        self.begin_cache_open()
         self._warm_up_checks()
         if len(todo) + len(stale) > max(64, len(files) // 20):
             self.await_cache()
@@ -684,6 +692,11 @@ class Indexer:
             self._cache_units(read.rel, read.stat, read.units)
         if map_changed:
             spliced = self._map_deltas(rescanned) if spliceable else None
+            if spliced is None and spliceable and not self.facts_complete:
+                # scanless, and a file changed its names or came or went: an edit of the held
+                # map needs every file's references (who mentions a new name), not a build
+                self._load_map_scans()
+                spliced = self._map_deltas(rescanned)
             if spliced is not None:  # a few kB to the app, which splices them into its map
                 graph, deltas = spliced
                 self.send("map_delta", deltas, len(graph.files), len(self.stamps))
@@ -731,29 +744,51 @@ class Indexer:
             self.stamps = map_stamps(self.root, self.files)
         return now.changed_since(self.state)
 
-    def _map_deltas(self, rescanned: list[str]) -> tuple[MapGraph, list[MapDelta]] | None:
+    def _map_deltas(self, rescanned: list[str]) -> tuple[MapGraph, list[MapDelta | MapEdit]] | None:
         """The held map with each rescanned file's new scan spliced in (repomap_delta:
         equal to a full build) and the deltas that make it from the map the app holds
-        (the one sent last: same serial); None where a file changed the names it defines,
-        came or went, or the held map has no serial: then the whole graph is built and
-        sent (real 20k tree: 3-5 s of a core and 114 MB; a splice is the file's scan, a
+        (the one sent last: same serial). A file that keeps its defined names is a
+        MapDelta; one that changed them, came or went a MapEdit, made only with every
+        file's scan loaded. None when the scans are not loaded and an edit is needed, more
+        than MAX_EDITS_PER_BATCH are, an edit cannot be made (a row of a file deleted in
+        the same batch), or the held map has no serial: then the whole graph is built and
+        sent (real 20k tree: 2-5 s of a core and 114 MB; a delta is the file's scan, a
         few array copies and a few kB)."""
         from core.context.repomap_delta import apply_delta, make_delta
 
         graph = self._graph
-        deltas: list[MapDelta] = []
+        deltas: list[MapDelta | MapEdit] = []
+        edits = 0
         for rel in dict.fromkeys(rescanned):
             if graph is None or not graph.serial:
                 return None
             if rel not in self.facts and rel not in graph.file_index:
                 continue  # not mapped before or now (too big, unreadable): nothing changes
             delta = make_delta(graph, rel, self.facts.get(rel), self._vocab())
-            if delta is None:
+            if delta is not None:
+                delta = dataclasses.replace(delta, serial=new_serial())
+                graph = apply_delta(graph, delta)
+                deltas.append(delta)
+                continue
+            edits += 1
+            if not self.facts_complete or edits > MAX_EDITS_PER_BATCH:
                 return None
-            delta = dataclasses.replace(delta, serial=new_serial())
-            graph = apply_delta(graph, delta)
-            deltas.append(delta)
+            made = self._map_index().update(graph, rel, self.facts.get(rel))
+            if made is None:
+                return None
+            graph, edit = made
+            graph.serial = new_serial()
+            deltas.append(dataclasses.replace(edit, serial=graph.serial))
         return (graph, deltas) if graph is not None else None
+
+    def _map_index(self) -> MapIndex:
+        """The lookups for map edits, of the scans and vocabulary held now."""
+        from core.context.repomap_delta import MapIndex
+
+        vocab = self._vocab()
+        if self._index is None or self._index.vocab is not vocab or self._index.scans is not self.facts:
+            self._index = MapIndex(vocab, self.facts)
+        return self._index
 
 
 def new_serial() -> int:

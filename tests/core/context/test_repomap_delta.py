@@ -258,9 +258,13 @@ def test_a_new_name_or_a_gone_file_is_declined():
                         vocab) is None
 
 
-def test_the_indexer_splices_a_body_edit_and_rebuilds_a_new_name(tmp_path, monkeypatch):
-    """Through the indexer child's `on_events`: saved bodies cost no `build_graph` and the
-    map it holds (and sent) equals a fresh build of the tree; a new def is a rebuild."""
+def test_the_indexer_sends_deltas_for_bodies_new_names_and_files(tmp_path, monkeypatch):
+    """Through the indexer child's `on_events`: saved bodies, a new def, a renamed def, a
+    new file and a deleted one cost no `build_graph`, each goes to the app as deltas
+    (MapDelta for a body, MapEdit for the rest), and the map it holds equals a fresh build
+    of the tree after each; more edits in one batch than MAX_EDITS_PER_BATCH: one build."""
+    from core.context.repomap_delta import MapDelta, MapEdit
+
     from bench.repo_gen import generate
     from core.context import repomap
     from core.indexing import worker
@@ -283,9 +287,36 @@ def test_the_indexer_splices_a_body_edit_and_rebuilds_a_new_name(tmp_path, monke
     ix.handle(("events", [(files[0], "modified"), (files[1], "modified")]))
     assert not builds and [m[0] for m in sent if m[0].startswith("map")] == ["map_delta"]
     assert ix._graph is not None and _same(ix._graph, _fresh_graph(root, real_build))
-    (root / files[2]).write_text((root / files[2]).read_text() + "\n\ndef zz_new_name(x):\n    return x\n")
-    ix.handle(("events", [(files[2], "modified")]))
-    assert builds == [1] and ix._graph is not None and _same(ix._graph, _fresh_graph(root, real_build))
+    assert all(type(d) is MapDelta for m in sent if m[0] == "map_delta" for d in m[1])
+
+    def save(*changes: tuple[str, str | None]) -> list:
+        sent.clear()
+        for rel, text in changes:
+            if text is None:
+                (root / rel).unlink()
+            else:
+                (root / rel).parent.mkdir(parents=True, exist_ok=True)
+                (root / rel).write_text(text)
+        ix.handle(("events", [(rel, "deleted" if text is None else "modified") for rel, text in changes]))
+        assert ix._graph is not None and _same(ix._graph, _fresh_graph(root, real_build))
+        assert [m[0] for m in sent if m[0].startswith("map")] == ["map_delta"]
+        return [d for m in sent if m[0] == "map_delta" for d in m[1]]
+
+    text2 = (root / files[2]).read_text()
+    new = save((files[2], text2 + "\n\ndef zz_new_name(x):\n    return x\n"))
+    assert [type(d) for d in new] == [MapEdit] and new[0].added == ("zz_new_name",)
+    renamed = save((files[2], text2 + "\n\ndef zz_other_name(x):\n    return x\n"))
+    assert renamed[0].added == ("zz_other_name",) and renamed[0].removed == ("zz_new_name",)
+    assert [d.op for d in save(("zz_pkg/zz_mod.py", text2 + "\n\nclass ZzBrandNew:\n    pass\n"))] == ["add"]
+    assert [d.op for d in save((files[3], None))] == ["remove"]
+    assert not builds
+    monkeypatch.setattr(worker, "MAX_EDITS_PER_BATCH", 1)
+    sent.clear()
+    for k in (5, 6):
+        (root / files[k]).write_text((root / files[k]).read_text() + f"\n\ndef zz_batch_{k}(x):\n    return x\n")
+    ix.handle(("events", [(files[5], "modified"), (files[6], "modified")]))
+    assert builds == [1] and [m[0] for m in sent if m[0].startswith("map")] == ["map"]
+    assert ix._graph is not None and _same(ix._graph, _fresh_graph(root, real_build))
 
 
 @pytest.mark.parametrize("in_process", [True, False], ids=["thread", "child"])
@@ -336,11 +367,22 @@ def test_the_app_splices_the_indexers_delta_and_asks_again_on_another_map(tmp_pa
         assert applied == [True, False] and not builds
         assert save_and_wait(rel, 3)  # and deltas fit again
         assert applied == [True, False, True] and not builds
+        # a new def, a new file, a deleted file: map edits, applied by the app (no whole map)
+        (root / rel).write_text((root / rel).read_text() + "\n\ndef zz_new_name(x):\n    return x\n")
+        repo_map.on_file_event(rel)
+        assert _holds_fresh_map(repo_map, root, real_build)
+        (root / "zz_new.py").write_text("def zz_newer(x):\n    return zz_new_name(x)\n")
+        repo_map.on_file_event("zz_new.py")
+        assert _holds_fresh_map(repo_map, root, real_build)
+        (root / rel).unlink()
+        repo_map.on_file_event(rel)
+        assert _holds_fresh_map(repo_map, root, real_build)
+        assert applied == [True, False, True, True, True, True] and not builds
     finally:
         svc.stop()
 
 
-def test_a_snapshot_after_deltas_waits_longer_than_after_a_rebuild(tmp_path):
+def test_a_snapshot_after_deltas_waits_longer_than_after_a_rebuild(tmp_path, monkeypatch):
     """The map snapshot (the whole map: 116 MB on a real 20k tree) is stored 2 s after a
     rebuilt map but only after a long quiet spell when deltas alone changed it; stopping
     the indexer stores it at once, and the stored map is the spliced one."""
@@ -358,7 +400,8 @@ def test_a_snapshot_after_deltas_waits_longer_than_after_a_rebuild(tmp_path):
     ix.build_map()
     files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.py"))
     (root / files[1]).write_text((root / files[1]).read_text() + "\n\ndef zz_new_name(x):\n    return x\n")
-    ix.handle(("events", [(files[1], "modified")]))  # a new name: rebuilt
+    monkeypatch.setattr(worker, "MAX_EDITS_PER_BATCH", 0)  # (a new name is an edit, not a build)
+    ix.handle(("events", [(files[1], "modified")]))  # rebuilt
     assert ix.snapshot_due is not None and ix.snapshot_due - time.monotonic() <= worker.SNAPSHOT_AFTER_S
     ix.store_map_snapshot()
     assert not ix.rebuilt_unstored
@@ -376,7 +419,7 @@ def test_the_first_save_after_a_launch_from_the_snapshot_loads_no_scans(tmp_path
     """Second launch (the map from its snapshot): the first saved body is a delta too,
     with no scans loaded and no build; a file changed before it without an event (lost) is
     rescanned and spliced with it; the app's map then equals a fresh build. A new name
-    afterwards loads the scans and rebuilds, as before."""
+    afterwards loads the scans (who mentions it) and is an edit of the map, not a build."""
 
     from bench.repo_gen import generate
     from core.context import repomap
@@ -411,6 +454,6 @@ def test_the_first_save_after_a_launch_from_the_snapshot_loads_no_scans(tmp_path
         (root / files[6]).write_text((root / files[6]).read_text() + "\n\ndef zz_new_name(x):\n    return x\n")
         repo_map.on_file_event(files[6])
         assert _holds_fresh_map(repo_map, root, real_build)
-        assert builds and loads == [1]
+        assert not builds and loads == [1]
     finally:
         svc.stop()
