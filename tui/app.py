@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
+from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.widgets import Input
 from textual.worker import Worker, WorkerState
@@ -39,6 +40,7 @@ from core.verify.session import VerifySession
 from core.workstation import ReviewSuperseded, Workstation
 from themes import DEFAULT_THEME, register_themes
 from tui.full_map import keep_full_map
+from tui.key_first import KeyFirstScreen, KeyQueue, navigation_binding
 from tui.key_frame import draw_now, take_refreshes
 from tui.palette import WorkstationCommands
 from tui.screens.help import HelpScreen
@@ -139,7 +141,7 @@ class SparkApp(App):
             current=lambda: self.answer, build=lambda run: run.rebuild_proposal(), prepare=self._warm_hunks,
             record=lambda run: self.station.record_hunks_shown(run),
             unrecorded=lambda run: self.station.hunks_unrecorded(run), review=self._review_state,
-            reviewed=self._reviewed, draw=lambda run: self._sync_diff(),
+            reviewed=self._reviewed, draw=self._draw_pass,
             verify=lambda run: self.verify.proposal_changed(run)))
         self._stop_watch = asyncio.Event()
         self._offered: tuple[str, list[str]] | None = None
@@ -155,6 +157,8 @@ class SparkApp(App):
         self._numbers_shown = 0.0  # when _paint last set the status bar's live numbers
         self._numbers_due = False  # the answer's numbers changed since
         self._key_frame_due = False  # a j/k's frame is to be drawn (see _key_frame)
+        self._keys = KeyQueue()  # keys posted and not yet handled (tui/key_first.py)
+        self._sync_held = False  # a mid-stream pass's draw waits for queued keys (_draw_pass)
         self._edge_shown = 0  # the status bar shows a j's (1) or k's (-1) edge note (_step_hunk)
         self._edge_timer: Timer | None = None  # takes the edge note away after EDGE_NOTE_S
         self._ui_loop: asyncio.AbstractEventLoop | None = None
@@ -169,6 +173,55 @@ class SparkApp(App):
         self.theme = theme or DEFAULT_THEME
         if keymap:
             self.set_keymap(keymap)
+
+    # -- keys first (tui/key_first.py) -------------------------------------------------------
+    def get_default_screen(self) -> KeyFirstScreen:
+        return KeyFirstScreen(id="_default")  # its stream frames wait for a queued key
+
+    def post_message(self, message: Message) -> bool:
+        """A key (from the driver's thread or the loop) is counted as queued from here."""
+        if not (isinstance(message, events.Key) and not message.is_forwarded):
+            return super().post_message(message)
+        self._keys.posted(message)
+        if super().post_message(message):
+            return True
+        self._keys.dropped(message)
+        return False
+
+    def keys_first(self, who: str) -> bool:
+        """True when `who` (the screen's frame, a pass's draw, the paint) waits for the keys
+        queued now: they are handled first, and a j/k's frame draws what it would have."""
+        return self._keys.yields(who)
+
+    async def on_event(self, event: events.Event) -> None:
+        """A j/k on the focused diff is handled here, in the key's own turn, when no earlier key
+        is still on its way: Textual would forward it to the diff, which passes it to its
+        container, the screen and back to the app, whose bindings run the action, each hop a
+        message queue behind whatever the loop has ready (the same binding, run the same way:
+        `navigation_binding`). Every other key takes Textual's way, and the keys after it too
+        until it is back at the app or stopped (keys stay in order)."""
+        if not isinstance(event, events.Key):
+            await super().on_event(event)
+            return
+        if event.is_forwarded:  # back at the app: its bindings are its last stop
+            try:
+                await super().on_event(event)
+            finally:
+                self._keys.done(event)
+            return
+        if self._keys.taken(event):
+            active = navigation_binding(self, event, DiffView)
+            if active is not None:
+                self.app_focus = True  # (as Textual's on_event does for a key)
+                if await self.run_action(active.binding.action, active.node):
+                    self._keys.done(event)
+                    return
+        self._keys.forwarded(event)
+        try:
+            await super().on_event(event)
+        finally:
+            if not event.is_forwarded:  # a priority binding took it: it goes no further
+                self._keys.done(event)
 
     # -- layout ------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -719,8 +772,23 @@ class SparkApp(App):
     def settled(self, settled: bool) -> None:
         self._schedule.settled = settled
 
+    def _draw_pass(self, run: AnswerRun) -> None:
+        """The schedule's draw of a pass. While the answer streams it waits for queued keys
+        (at most HOLD_S): a sync is 5-15 ms of this loop, and a key queued behind it waited."""
+        if run.finished or not self.keys_first("sync"):
+            self._sync_diff()
+        elif not self._sync_held:
+            self._sync_held = True
+            asyncio.get_running_loop().call_later(FRAME_S / 2, self._held_sync)
+
+    def _held_sync(self) -> None:
+        if self._sync_held and self.answer is not None:  # (else a sync since drew it)
+            self._sync_held = False
+            self._draw_pass(self.answer)
+
     def _sync_diff(self) -> None:
         """Draw each hunk's state as the answer holds it, and the counts on the status bar."""
+        self._sync_held = False  # (a held pass's draw: this one draws the state it would)
         run = self.answer
         if run is None:
             return
@@ -774,6 +842,8 @@ class SparkApp(App):
             if self._stream is None and not self._verify_dirty and self._paint_timer is not None:
                 self._paint_timer.pause()  # idle until _wake_paint
             return
+        if self.keys_first("paint"):
+            return  # a key is queued: it goes first (this timer's next tick paints)
         run = self.answer
         if self._dirty:
             self._dirty = False

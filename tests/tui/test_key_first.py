@@ -1,0 +1,306 @@
+"""A key before the stream's work (tui/key_first.py): a j/k on the focused diff is handled in the
+app's own turn (not after Textual's hops through the diff, its container and the screen), the
+stream's frames, syncs and paints wait while a key is queued, and still: keys are handled in the
+order pressed, every key's effect is drawn, and what is on the terminal after any interleaving of
+stream deltas, syncs and keys is what a fresh full draw of the same state shows."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from rich.cells import cell_len
+from rich.segment import ControlType
+from textual import events
+from textual.screen import Screen
+
+from tests.tui.conftest import stream_in, wait_for
+from tests.tui.test_key_frame import FUNCTIONS, _answer
+from tui import key_first
+from tui.app import SparkApp
+from tui.key_first import KeyFirstScreen, KeyQueue, passes_key
+from tui.widgets.diff_view import DiffView
+
+
+class _Terminal:
+    """What the app wrote out, cell by cell: each screen update applied as a terminal applies it
+    (Textual's update renderables: a cursor move before each run of cells)."""
+
+    def __init__(self) -> None:
+        self.cells: dict[tuple[int, int], tuple[str, str]] = {}
+        self.updates = 0
+
+    def apply(self, app: SparkApp, renderable) -> None:
+        self.updates += 1
+        x = y = 0
+        for segment in app.console.render(renderable, app.console.options):
+            if segment.control:
+                for control in segment.control:
+                    if control[0] == ControlType.CURSOR_MOVE_TO:
+                        x, y = control[1], control[2]
+                continue
+            if segment.text == "\n":
+                continue
+            style = str(segment.style or "")
+            for character in segment.text:
+                self.cells[(x, y)] = (character, style)
+                x += cell_len(character)
+
+    def region(self, region) -> dict[tuple[int, int], tuple[str, str]]:
+        return {(x, y): cell for (x, y), cell in self.cells.items()
+                if region.x <= x < region.right and region.y <= y < region.bottom}
+
+
+class _Recorded(SparkApp):
+    """The app with its screen updates kept on a `_Terminal` (the test driver writes none out)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.terminal = _Terminal()
+
+    def _display(self, screen, renderable) -> None:
+        if renderable is not None and not self._batch_count:
+            self.terminal.apply(self, renderable)
+        super()._display(screen, renderable)
+
+
+async def _drawn_fresh(app: _Recorded, pilot) -> tuple[dict, dict]:
+    """(the diff's cells on the terminal now, the same after a full redraw of the screen)."""
+    region = app.query_one(DiffView).region
+    before = app.terminal.region(region)
+    updates = app.terminal.updates
+    app.screen.refresh(layout=True)
+    app.refresh(repaint=True, layout=True)
+    await wait_for(pilot, lambda: app.terminal.updates > updates, what="the full redraw")
+    await pilot.pause(0.05)
+    return before, app.terminal.region(app.query_one(DiffView).region)
+
+
+async def _idle(app: SparkApp, pilot) -> None:
+    await wait_for(pilot, lambda: not app._keys.waiting() and not app._schedule.running
+                   and not app._sync_held, what="the keys handled and the passes drawn")
+    await pilot.pause(0.1)
+
+
+# -- Textual's state this relies on ------------------------------------------------------------
+async def test_textual_internals_key_first_relies_on(demo_root, core_url):
+    """Fails when Textual changes what tui/key_first.py reads (it then falls back: frames at
+    their tick, a stopped key counted as on its way for HOLD_S)."""
+    key = events.Key("j", "j")
+    assert key._stop_propagation is False
+    key.stop()
+    assert key_first._stopped(key), "a stopped key's flag"
+    app = SparkApp(demo_root, core_url)
+    async with app.run_test(size=(120, 30)):
+        screen = app.screen
+        assert isinstance(screen, KeyFirstScreen), "the default screen (App.get_default_screen)"
+        timer = screen._update_timer
+        assert timer._callback.__func__ is KeyFirstScreen._on_timer_update, \
+            "the screen's update timer calls the method KeyFirstScreen overrides"
+        assert "_on_timer_update" in vars(Screen)
+
+
+async def test_passes_key_is_what_the_diffs_on_key_decides(demo_root, core_url, monkeypatch):
+    app = SparkApp(demo_root, core_url)
+    async with app.run_test(size=(120, 30)):
+        diff = app.query_one(DiffView)
+        keys = [events.Key(c, c) for c in "jkaArRxz?pbwei /"] + \
+            [events.Key(k, None) for k in ("enter", "escape", "down", "tab", "ctrl+l")]
+        for typeahead in (False, True):
+            for hunk_keys in (False, True):
+                diff.typeahead, diff.hunk_keys = typeahead, hunk_keys
+                for key in keys:
+                    sent = events.Key(key.key, key.character)
+                    with monkeypatch.context() as patch:
+                        patch.setattr(diff, "post_message", lambda message: True)  # (its TypeAhead)
+                        diff.on_key(sent)
+                    assert passes_key(diff, key) is (not sent._stop_propagation), \
+                        (key.key, typeahead, hunk_keys)
+
+
+# -- the key queue -----------------------------------------------------------------------------
+def test_key_queue_order_and_hold(monkeypatch):
+    now = [100.0]
+    monkeypatch.setattr(key_first, "_clock", lambda: now[0])
+    keys = KeyQueue()
+    first, second, third = (events.Key(c, c) for c in "pjk")
+    for key in (first, second, third):
+        keys.posted(key)
+    assert keys.waiting() and keys.yields("frame")
+    assert keys.taken(first), "nothing ahead of the first"
+    keys.forwarded(first)  # on its way through Textual's hops
+    assert not keys.taken(second), "the first is still on its way: this one follows it"
+    keys.forwarded(second)
+    first.stop()  # a widget on the way stopped it: it goes no further
+    assert not keys.taken(third), "the second is still on its way"
+    keys.done(second)
+    assert keys.taken(third)
+    keys.done(third)
+    assert not keys.waiting(), "a stopped key is done"
+    keys.posted(events.Key("j", "j"))  # never taken (its message dropped)
+    assert keys.yields("frame")
+    now[0] += key_first.HOLD_S / 2
+    assert keys.yields("frame") and keys.yields("sync")
+    now[0] += key_first.HOLD_S / 2
+    assert not keys.yields("frame"), "a frame waits HOLD_S at most"
+    assert not keys.waiting(), "a key older than HOLD_S no longer counts"
+    assert not keys.yields("sync")
+
+
+# -- in the app --------------------------------------------------------------------------------
+async def _streaming(app: SparkApp, pilot):
+    run, diff = stream_in(app, _answer(), 200)
+    await wait_for(pilot, lambda: len(diff._order) == len(FUNCTIONS) and app.review is not None,
+                   what="every hunk shown and reviewed")
+    await pilot.pause(0.1)
+    return run, diff
+
+
+async def test_a_j_mid_stream_is_handled_in_the_apps_turn_without_hops(demo_root, core_url, monkeypatch):
+    app = SparkApp(demo_root, core_url)
+    async with app.run_test(size=(120, 30)) as pilot:
+        _run, diff = await _streaming(app, pilot)
+        reached: list[str] = []  # keys that went through the diff's queue
+        original = diff.post_message
+
+        def post(message) -> bool:
+            if isinstance(message, events.Key):
+                reached.append(message.key)
+            return original(message)
+
+        monkeypatch.setattr(diff, "post_message", post)
+        app.post_message(events.Key("j", "j"))
+        await asyncio.sleep(0)  # the app's queue
+        await asyncio.sleep(0)
+        assert diff.current == 1 and reached == [], "handled by the app in its turn"
+        app.post_message(events.Key("p", "p"))  # the prose key: Textual's way (not a j/k)
+        app.post_message(events.Key("j", "j"))  # behind a key on its way: Textual's way too
+        await wait_for(pilot, lambda: diff.current == 2, what="the second j")
+        assert reached == ["p", "j"]
+
+
+async def test_a_queued_key_goes_before_the_streams_frame(demo_root, core_url, monkeypatch):
+    """The screen's own frame waits while a key is queued; the key's frame draws both."""
+    app = _Recorded(demo_root, core_url)
+    async with app.run_test(size=(120, 30)) as pilot:
+        run, diff = await _streaming(app, pilot)
+        status_changed = app.query_one("#status")
+        status_changed.refresh()  # something of the stream's to draw at the screen's tick
+        app.screen.check_idle()
+        order: list[str] = []
+        original = app.action_next_hunk
+
+        def next_hunk() -> None:
+            order.append("key")
+            original()
+
+        monkeypatch.setattr(app, "action_next_hunk", next_hunk)
+        real = Screen._on_timer_update
+
+        def frame(screen) -> None:
+            order.append("frame")
+            real(screen)
+
+        monkeypatch.setattr(Screen, "_on_timer_update", frame)
+        app.post_message(events.Key("j", "j"))
+        await wait_for(pilot, lambda: "key" in order and "frame" in order, what="the key and a frame")
+        assert order.index("key") < order.index("frame"), order
+        await _idle(app, pilot)
+        before, fresh = await _drawn_fresh(app, pilot)
+        assert before == fresh
+
+
+steps = st.lists(st.one_of(
+    st.tuples(st.just("feed"), st.integers(20, 400)),
+    st.tuples(st.just("keys"), st.text("jk", min_size=1, max_size=6), st.booleans()),
+    st.tuples(st.just("sync"), st.just(0)),
+    st.tuples(st.just("pause"), st.integers(0, 40)),
+), min_size=3, max_size=14)
+
+
+async def _interleave(root, url, plan) -> None:
+    app = _Recorded(root, url)
+    async with app.run_test(size=(120, 30)) as pilot:
+        run, diff = stream_in(app, "", 1)
+        app._to_review()
+        text, at, position = _answer(), 0, 0
+        for step in plan:
+            kind = step[0]
+            if kind == "feed" and at < len(text):
+                run.feed(text[at:at + step[1]], 10)
+                at += step[1]
+                app._dirty = True
+                app._request_rebuild()
+            elif kind == "keys":
+                for key in step[1]:
+                    app.post_message(events.Key(key, key))
+                    if not step[2]:
+                        await asyncio.sleep(0)
+            elif kind == "sync":
+                app._sync_diff()
+            else:
+                await pilot.pause(step[1] / 1000)
+        await _idle(app, pilot)
+        run.feed(text[at:], 10)
+        app._dirty = True
+        app._request_rebuild()
+        await _idle(app, pilot)
+        await wait_for(pilot, lambda: len(diff._order) == len(FUNCTIONS), what="every hunk")
+        for key in "jjkj":  # (where it ends: the keys are counted below)
+            app.post_message(events.Key(key, key))
+        await _idle(app, pilot)
+        keys = [k for step in plan if step[0] == "keys" for k in step[1]] + list("jjkj")
+        assert app._keys.waiting() is False
+        # every key applied once, in order, on the hunks shown when it was handled: at least the
+        # four after every hunk is shown land where they lead from wherever the stream left it
+        position = diff.current
+        assert 0 <= position < len(FUNCTIONS) and keys
+        marked = [view for view in diff.query("HunkView") if view.has_class("-current")]
+        assert [diff._views[diff.current_id]] == marked
+        before, fresh = await _drawn_fresh(app, pilot)
+        assert before == fresh, "the terminal shows what a fresh full draw shows"
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+@settings(max_examples=8, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(plan=steps)
+def test_any_interleaving_of_deltas_syncs_and_keys_ends_drawn_as_fresh(demo_root, core_url, plan):
+    asyncio.run(_interleave(demo_root, core_url, plan))
+
+
+async def test_keys_are_handled_in_the_order_pressed_as_textuals_own_path_handles_them(
+        demo_root, core_url, monkeypatch):
+    """Bursts of j/k, the prose key (a binding that takes Textual's way) and a letter (sent to the
+    prompt): the same bursts with every key on Textual's own path end in the same state."""
+    direct = [True]
+    real = key_first.navigation_binding
+
+    def binding(app, key, diff_type):
+        return real(app, key, diff_type) if direct[0] else None
+
+    monkeypatch.setattr("tui.app.navigation_binding", binding)
+    rng = random.Random(1414)
+    app = SparkApp(demo_root, core_url)
+    async with app.run_test(size=(120, 30)) as pilot:
+        _run, diff = await _streaming(app, pilot)
+        prompt = app.query_one("#prompt")
+        for _ in range(10):
+            burst = [rng.choice("jjjkkpz") for _ in range(rng.randint(1, 9))]
+            ends = []
+            for fast in (True, False):
+                direct[0] = fast
+                diff.select(2)
+                app._prose_expanded = False
+                prompt.value = ""
+                app._to_review()
+                await pilot.pause(0.02)
+                for key in burst:
+                    app.post_message(events.Key(key, key))
+                await _idle(app, pilot)
+                ends.append((diff.current, app._prose_expanded, prompt.value,
+                             type(app.focused).__name__))
+            assert ends[0] == ends[1], burst
