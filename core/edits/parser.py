@@ -288,6 +288,7 @@ class StreamingParser:
         self._buf = ""
         self._line_no = 0
         self._prev_line = ""  # last non-blank complete line seen outside a block
+        self._prev2 = ""  # the non-blank line _remember saw before _prev_line
         self._last_path: str | None = None
         self._block: _Block | None = None
         self._fence: _Fence | None = None
@@ -530,20 +531,22 @@ class StreamingParser:
 
     def _remember(self, line: str) -> None:
         if line.strip():
-            self._prev_line = line
+            self._prev2, self._prev_line = self._prev_line, line
 
     def _open_block(self) -> None:
         f = self._fence
-        path = clean_path(self._prev_line, self.exists)
-        bare = bare_token(self._prev_line, self.exists)
+        named = self._prev_line
+        opener = _fence_line(named) if f is not None else None
+        if opener is not None and opener.opens:
+            # a path line (or a lone word), then ```python, inside a fence that a stray
+            # fence line opened (a ```` whose opening line was lost), before or after other
+            # blocks: the line names this block's file, as it does outside a fence, never
+            # the previous block's file
+            named = self._prev2
+        path = clean_path(named, self.exists)
+        bare = bare_token(named, self.exists)
         if path is None and not bare and f is not None and f.path and not f.inner_open:
             path = f.path
-        opener = _fence_line(f.body[-1], "`") if f is not None and len(f.body) >= 2 else None
-        if path is None and not bare and f is not None and opener is not None and opener.opens:
-            # a path line, then ```python, inside a fence that a stray fence line opened (a
-            # ```` whose opening line was lost): the path line names this block's file, as it
-            # does outside a fence, never the previous block's file
-            path = clean_path(f.body[-2], self.exists)
         bare = bare or (f.bare if f is not None else None)
         if path is None and bare:
             self.errors.append(ParseError(self._line_no, None,
@@ -556,7 +559,7 @@ class StreamingParser:
             self._block = _Block(None, self._line_no, fence=f.marker if f else None)
             return
         if path is None:
-            path = mentioned_path(self._prev_line, self.exists)
+            path = mentioned_path(named, self.exists)
         if path is None and f is not None:
             path = f.mentioned
         if path is None:

@@ -23,6 +23,26 @@ CASES = [
         f"{F}diff b.py\n<<<<<<< SEARCH\ny = 1\n=======\ny = 2\n>>>>>>> REPLACE\n{F}\n",
         [("a.py", "x = 1\n", "x = 2\n"), ("b.py", "y = 1\n", "y = 2\n")], set(),
         id="sr-block-in-a-diff-fence-with-the-path-in-its-info"),
+    pytest.param(
+        # a path line, then ```python, inside a fence a stray ```` opened, after a block
+        # in that fence (eeabc3f fixed it only before the fence's first block): b.py's
+        # lines were taken as a.py's
+        f"````\na.py\n<<<<<<< SEARCH\n=======\npass\n>>>>>>> REPLACE\n"
+        f"b.py\n{F}python\n<<<<<<< SEARCH\n=======\nz = 1\n>>>>>>> REPLACE\n{F}\n",
+        [("a.py", "", "pass\n"), ("b.py", "", "z = 1\n")], set(),
+        id="path-and-fence-after-a-block-inside-a-stray-fence"),
+    pytest.param(
+        f"````\na.py\n<<<<<<< SEARCH\n=======\npass\n>>>>>>> REPLACE\n"
+        f"Then `b.py`:\n{F}python\n<<<<<<< SEARCH\n=======\nz = 1\n>>>>>>> REPLACE\n{F}\n",
+        [("a.py", "", "pass\n"), ("b.py", "", "z = 1\n")], set(),
+        id="prose-naming-a-file-then-fence-inside-a-stray-fence"),
+    pytest.param(
+        # ... and a lone word there is refused, as outside a fence (seed 11 of the soak:
+        # the block went into out_link/o.py)
+        f"````\na.py\n<<<<<<< SEARCH\n=======\npass\n>>>>>>> REPLACE\n"
+        f"pkg:\n{F}python\n<<<<<<< SEARCH\n=======\nz = 1\n>>>>>>> REPLACE\n{F}\n",
+        [("a.py", "", "pass\n")], {None},
+        id="lone-word-then-fence-after-a-block-inside-a-stray-fence"),
 ]
 
 
