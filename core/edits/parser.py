@@ -684,6 +684,14 @@ class StreamingParser:
             self._fence = None
             self._prev_line = ""
             return out
+        if f.marker and SEARCH_RE.match(line) and not (
+                f.hunks or f.old_path or f.new_path or f.git_old or f.emitted or f.loose):
+            # a SEARCH/REPLACE block in a fence labelled diff (models label them so) before
+            # any diff line: an ordinary fence holds it, and its closing line closes it
+            # (never opens a fence that swallows the rest of the answer)
+            self._fence = _Fence(f.marker, f.start_line, False, f.path, lang=f.lang)
+            self._prev_line = prev  # the path line before the fence, or inside it
+            return self._line(line)
         if (fl is not None and (fl.opens or not f.marker)) or SEARCH_RE.match(line) \
                 or REPLACE_RE.match(line):
             # a new fence or an edit block: a fenced diff was never closed, so its last

@@ -43,6 +43,18 @@ CASES = [
         f"pkg:\n{F}python\n<<<<<<< SEARCH\n=======\nz = 1\n>>>>>>> REPLACE\n{F}\n",
         [("a.py", "", "pass\n")], {None},
         id="lone-word-then-fence-after-a-block-inside-a-stray-fence"),
+    pytest.param(
+        # the ```` closing a SEARCH/REPLACE block's ````diff fence opened a fence that
+        # swallowed the rest of the answer: the diff creating new.py was dropped silently
+        f"a.py\n````diff\n<<<<<<< SEARCH\nx = 1\n=======\n>>>>>>> REPLACE\n````\n"
+        f"~~~diff\n--- /dev/null\n+++ b/new.py\n@@ -0,0 +1,1 @@\n+print(total)\n~~~\n",
+        [("a.py", "x = 1\n", ""), ("new.py", "", "print(total)\n")], set(),
+        id="diff-after-a-sr-block-in-a-diff-fence"),
+    pytest.param(
+        f"{F}diff\nb.py\n<<<<<<< SEARCH\ny\n=======\nz\n>>>>>>> REPLACE\n{F}\n"
+        f"c.py\n{F}\nwhole\n{F}\n",
+        [("b.py", "y\n", "z\n"), ("c.py", "", "whole\n")], set(),
+        id="whole-file-after-a-sr-block-in-a-diff-fence"),
 ]
 
 
