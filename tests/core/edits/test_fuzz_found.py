@@ -46,8 +46,8 @@ CASES = [
     pytest.param(
         # the ```` closing a SEARCH/REPLACE block's ````diff fence opened a fence that
         # swallowed the rest of the answer: the diff creating new.py was dropped silently
-        f"a.py\n````diff\n<<<<<<< SEARCH\nx = 1\n=======\n>>>>>>> REPLACE\n````\n"
-        f"~~~diff\n--- /dev/null\n+++ b/new.py\n@@ -0,0 +1,1 @@\n+print(total)\n~~~\n",
+        "a.py\n````diff\n<<<<<<< SEARCH\nx = 1\n=======\n>>>>>>> REPLACE\n````\n"
+        "~~~diff\n--- /dev/null\n+++ b/new.py\n@@ -0,0 +1,1 @@\n+print(total)\n~~~\n",
         [("a.py", "x = 1\n", ""), ("new.py", "", "print(total)\n")], set(),
         id="diff-after-a-sr-block-in-a-diff-fence"),
     pytest.param(
