@@ -460,15 +460,21 @@ class StreamingParser:
         self._remember(line)
         return []
 
-    def _open_fence(self, fl: _FenceLine) -> None:
-        info = fl.info
+    def _info_path(self, info: str) -> str | None:
+        """The path a fence's info string names (```python a.py, ```diff:./Dockerfile)."""
         first = info.split()[0] if info else ""
-        lang = first.split(":", 1)[0].lower()
         words = [w for word in info.split() for w in word.split(":") if w]
         info_path = next((p for p in (clean_path(w, self.exists) for w in words[1:] or words)
                           if p), None)
         if info_path is None and ":" in first:  # ```diff:./Dockerfile
             info_path = clean_path(first.split(":", 1)[1], self.exists)
+        return info_path
+
+    def _open_fence(self, fl: _FenceLine) -> None:
+        info = fl.info
+        first = info.split()[0] if info else ""
+        lang = first.split(":", 1)[0].lower()
+        info_path = self._info_path(info)
         if lang in DIFF_LANGS:
             # last_raw: a SEARCH/REPLACE block right inside a ```diff fence (models label
             # them so) takes its file from the path line before the fence or the info
@@ -536,13 +542,14 @@ class StreamingParser:
     def _open_block(self) -> None:
         f = self._fence
         named = self._prev_line
-        opener = _fence_line(named) if f is not None else None
-        if opener is not None and opener.opens:
-            # a path line (or a lone word), then ```python, inside a fence that a stray
-            # fence line opened (a ```` whose opening line was lost), before or after other
-            # blocks: the line names this block's file, as it does outside a fence, never
+        inner = _fence_line(named) if f is not None else None
+        if inner is not None:
+            # a path line (or a lone word), then a fence line that could not open a fence
+            # (```python, ~~~~~), inside a fence that a stray fence line opened (a ````
+            # whose opening line was lost), before or after other blocks: the fence's info
+            # or the line before it names this block's file, as outside a fence, never
             # the previous block's file
-            named = self._prev2
+            named = self._info_path(inner.info) or self._prev2
         path = clean_path(named, self.exists)
         bare = bare_token(named, self.exists)
         if path is None and not bare and f is not None and f.path and not f.inner_open:

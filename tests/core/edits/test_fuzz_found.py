@@ -55,6 +55,19 @@ CASES = [
         f"c.py\n{F}\nwhole\n{F}\n",
         [("b.py", "y\n", "z\n"), ("c.py", "", "whole\n")], set(),
         id="whole-file-after-a-sr-block-in-a-diff-fence"),
+    pytest.param(
+        # inside a stray fence, a longer fence line naming the file in its info string
+        # could not open a fence: the block went to the previous block's file
+        "new.py\n<<<<<<< SEARCH\n=======\nx\n>>>>>>> REPLACE\n"
+        f"{F}python\n`````diff:b.py\n<<<<<<< SEARCH\n=======\ny\n>>>>>>> REPLACE\n`````\n",
+        [("new.py", "", "x\n"), ("b.py", "", "y\n")], set(),
+        id="path-in-the-info-of-a-fence-inside-a-stray-fence"),
+    pytest.param(
+        # ... and a ~~~~~ line (the other family: content there) after a path line
+        "new.py\n<<<<<<< SEARCH\n=======\nx\n>>>>>>> REPLACE\n"
+        f"{F}\n1. `pkg/new2.py`\n~~~~~\n<<<<<<< SEARCH\n=======\ny\n>>>>>>> REPLACE\n~~~~~\n",
+        [("new.py", "", "x\n"), ("pkg/new2.py", "", "y\n")], set(),
+        id="path-then-tilde-fence-inside-a-stray-backtick-fence"),
 ]
 
 
