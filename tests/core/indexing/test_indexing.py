@@ -127,8 +127,23 @@ def test_a_touched_file_keeps_its_scan(tmp_path):
     cache.close()
 
 
-@pytest.mark.parametrize("damage", ["truncate", "garbage", "empty", "other_version", "foreign"])
-def test_a_bad_cache_is_refused_and_rebuilt(tmp_path, damage):
+def _damage_page(path: Path, page: int = 3) -> None:
+    """Garbage over one b-tree page's header, in place: same size, mtime put back."""
+    st = path.stat()
+    size = sqlite3.connect(path).execute("PRAGMA page_size").fetchone()[0]
+    with open(path, "r+b") as fh:
+        fh.seek(size * (page - 1))
+        fh.write(b"\xff" * 8)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "empty", "other_version", "foreign", "in_place_vouched"])
+def test_a_bad_cache_is_refused_and_rebuilt(tmp_path, monkeypatch, damage):
+    """"in_place_vouched": a cache that passed its integrity check (and is no longer read
+    whole while unchanged: IndexCache._check), then damaged in place keeping its size and
+    mtime: refused all the same (its ctime changed)."""
+    from core.indexing import checked
+
     root = _repo(tmp_path)
     other = _repo(tmp_path, files=5, seed=9, name="other")
     cache_dir = tmp_path / "cache"
@@ -138,7 +153,13 @@ def test_a_bad_cache_is_refused_and_rebuilt(tmp_path, damage):
     path = cache_file(root, cache_dir)
     for suffix in ("-wal", "-shm"):
         Path(str(path) + suffix).unlink(missing_ok=True)
-    if damage == "truncate":
+    if damage == "in_place_vouched":
+        monkeypatch.setattr(checked, "RACY_NS", 50_000_000)  # (the file was written just now)
+        time.sleep(0.06)
+        IndexCache(root, path).open().close()
+        assert checked.stamp_file(path).is_file()
+        _damage_page(path)
+    elif damage == "truncate":
         data = path.read_bytes()
         path.write_bytes(data[: len(data) // 3])
     elif damage == "garbage":
@@ -171,6 +192,64 @@ def test_a_bad_cache_is_refused_and_rebuilt(tmp_path, damage):
     # rebuilt the map instead, until the first file event stored one)
     stored = read_latest_snapshot(root, "map", path)
     assert stored is not None and stored[0] == tree_state(root).key
+
+
+def test_a_checked_cache_is_not_read_whole_again_while_unchanged(tmp_path, monkeypatch):
+    """PRAGMA quick_check reads every page (350 MB on 20k files): it runs when the file is
+    new to the check, after any write, with a write-ahead log to replay, and not while the
+    file keeps the identity it had when it passed; an open that finds a good cache writes
+    nothing (a write made every launch check the whole file again)."""
+    from core.indexing import checked
+
+    # a file changed within RACY_NS is not vouched for (its times may not show a change in
+    # the same clock tick): shortened here, and waited out before each open
+    monkeypatch.setattr(checked, "RACY_NS", 50_000_000)
+    root = _repo(tmp_path, files=5)
+    path = tmp_path / "c.sqlite"
+    checks: list[str] = []
+    real_connect = IndexCache._connect
+
+    def connect(self: IndexCache) -> sqlite3.Connection:
+        db = real_connect(self)
+        db.set_trace_callback(lambda sql: checks.append(sql) if "quick_check" in sql else None)
+        return db
+
+    monkeypatch.setattr(IndexCache, "_connect", connect)
+
+    def opened(write: bool = False) -> int:
+        time.sleep(0.06)
+        before = len(checks)
+        cache = IndexCache(root, path).open()
+        assert cache.rebuilt is None
+        if write:
+            cache.put(f"new{before}.py", Stamp(1, 10, b"digest"), "tags", ("python", (), b""))
+        cache.close()
+        return len(checks) - before
+
+    assert opened(write=True) == 0  # a new database: nothing to check
+    assert opened() == 1  # checked once, then vouched for
+    identity = path.stat()
+    assert opened() == 0 and opened() == 0
+    after = path.stat()
+    assert (after.st_ino, after.st_size, after.st_mtime_ns, after.st_ctime_ns) == \
+        (identity.st_ino, identity.st_size, identity.st_mtime_ns, identity.st_ctime_ns)
+    assert opened(write=True) == 0 and opened() == 1 and opened() == 0  # a write: checked again
+    # a write-ahead log that SQLite would replay: the main file's identity says nothing of it
+    other = sqlite3.connect(path)
+    other.execute("PRAGMA wal_autocheckpoint=0")
+    other.execute("INSERT OR REPLACE INTO meta VALUES ('note', 'x')")
+    other.commit()
+    try:
+        assert Path(str(path) + "-wal").stat().st_size > 0
+        assert opened() == 1
+    finally:
+        other.close()
+    _damage_page(path)  # in place, size and mtime kept
+    cache = IndexCache(root, path).open()
+    try:
+        assert cache.rebuilt is not None and ("damaged" in cache.rebuilt or "unreadable" in cache.rebuilt)
+    finally:
+        cache.close()
 
 
 def test_a_planted_pickle_is_refused():
