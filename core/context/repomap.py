@@ -152,12 +152,21 @@ class _Scan:
     tags: FileFacts
 
 
+PACKED_BLOCK_ROWS = 4096  # items per block of a map's string columns (~90 blocks on a real 20k tree)
+
+
 class PackedStrings:
     """Many strings as one str and an offsets array: a 20,000-file map has 230,000
     definition names and signatures, and unpickling them as one string each took ~350 ms
-    of the app's launch (holding the GIL); one string loads in a few ms."""
+    of the app's launch (holding the GIL); one string loads in a few ms.
 
-    __slots__ = ("data", "offsets")
+    The text may be held in blocks of consecutive items (`blocked`): a map edit that
+    replaces a file's rows (core.context.repomap_delta) then copies one block, not the
+    whole column: a real 20k tree's signatures are 14 million characters (28 MB, UCS-2),
+    whose copy held the app's GIL 30-85 ms per edit. `offsets` stay global: item k is
+    block b's text from offsets[k] - offsets[first item of b]."""
+
+    __slots__ = ("_blocks", "_rows", "offsets")
 
     def __init__(self, items: Iterable[str] = ()) -> None:
         parts = list(items)
@@ -166,29 +175,103 @@ class PackedStrings:
         if parts:
             np.cumsum([len(p) for p in parts], out=self.offsets[1:])
 
+    @property
+    def data(self) -> str:
+        """The whole text (joined when held in blocks)."""
+        blocks = self._blocks
+        return blocks[0] if len(blocks) == 1 else "".join(blocks)
+
+    @data.setter
+    def data(self, text: str) -> None:
+        self._blocks = [text]
+        self._rows = [0]  # first item of each block
+
+    @property
+    def blocks(self) -> int:
+        return len(self._blocks)
+
     def __len__(self) -> int:
         return len(self.offsets) - 1
 
     def __getitem__(self, k: int) -> str:
-        return self.data[int(self.offsets[k]):int(self.offsets[k + 1])]
+        blocks = self._blocks
+        if len(blocks) == 1:
+            return blocks[0][int(self.offsets[k]):int(self.offsets[k + 1])]
+        b = bisect.bisect_right(self._rows, k) - 1
+        base = int(self.offsets[self._rows[b]])
+        return blocks[b][int(self.offsets[k]) - base:int(self.offsets[k + 1]) - base]
+
+    def blocked(self, rows: int | None = None) -> PackedStrings:
+        """The same items with the text in blocks of `rows` items (PACKED_BLOCK_ROWS; self
+        when it is held in blocks already or is one block's worth)."""
+        rows = rows or PACKED_BLOCK_ROWS
+        if len(self._blocks) > 1 or len(self) <= rows:
+            return self
+        out = PackedStrings.__new__(PackedStrings)
+        out.offsets = self.offsets
+        text = self._blocks[0]
+        starts = list(range(0, len(self), rows))
+        ends = [*starts[1:], len(self)]
+        out._blocks = [text[int(self.offsets[a]):int(self.offsets[b])] for a, b in zip(starts, ends)]
+        out._rows = starts
+        return out
+
+    def spliced(self, a: int, b: int, items: Sequence[str]) -> PackedStrings:
+        """Items a:b replaced by `items` (a new PackedStrings, this one left as it is): only
+        the block(s) holding a:b are copied; the offsets are one array op."""
+        n = len(items)
+        lo, hi = int(self.offsets[a]), int(self.offsets[b])
+        lengths = np.fromiter((len(x) for x in items), np.int64, n)
+        mid = lo + np.cumsum(lengths)
+        end = int(mid[-1]) if n else lo
+        out = PackedStrings.__new__(PackedStrings)
+        out.offsets = np.concatenate((self.offsets[:a + 1], mid, self.offsets[b + 1:] + (end - hi)))
+        rows = self._rows
+        blocks = self._blocks
+        first = bisect.bisect_right(rows, a) - 1
+        last = bisect.bisect_right(rows, b - 1) - 1 if b > a else first
+        last = max(first, last)
+        start_first = int(self.offsets[rows[first]])
+        start_last = int(self.offsets[rows[last]])
+        text = blocks[first][:lo - start_first] + "".join(items) + blocks[last][hi - start_last:]
+        after = [r + n - (b - a) for r in rows[last + 1:]]
+        if rows[first] == (after[0] if after else len(self) + n - (b - a)) and len(blocks) > last - first + 1:
+            # the block is left with no items: dropped
+            out._blocks = blocks[:first] + blocks[last + 1:]
+            out._rows = rows[:first] + after
+        else:
+            out._blocks = [*blocks[:first], text, *blocks[last + 1:]]
+            out._rows = [*rows[:first + 1], *after]
+        return out
 
     def __reduce_ex__(self, protocol: SupportsIndex) -> tuple[Any, ...]:
         """With protocol 5 (the map's snapshot file, its socket to the app) the text goes as
-        one out-of-band buffer of UTF-8, written from where it lies: in band, a real 20,000-file
-        map's ~30 MB of names and signatures were copied into the pickle as it grew, the
-        indexer's peak at the snapshot's write. Other protocols: the str itself."""
+        one out-of-band buffer of UTF-8 per block, written from where it lies: in band, a
+        real 20,000-file map's ~30 MB of names and signatures were copied into the pickle as
+        it grew, the indexer's peak at the snapshot's write. Other protocols: the str itself."""
         if int(protocol) >= 5:
-            data: Any = pickle.PickleBuffer(self.data.encode("utf-8", "surrogatepass"))
+            if len(self._blocks) > 1:
+                data: Any = [pickle.PickleBuffer(b.encode("utf-8", "surrogatepass")) for b in self._blocks]
+                return PackedStrings._unpack, (data, self.offsets, self._rows)
+            data = pickle.PickleBuffer(self._blocks[0].encode("utf-8", "surrogatepass"))
         else:
             data = self.data
         return PackedStrings._unpack, (data, self.offsets)  # (a class the cache's unpickler allows)
 
     @classmethod
-    def _unpack(cls, data: Any, offsets: np.ndarray) -> PackedStrings:
+    def _unpack(cls, data: Any, offsets: np.ndarray, rows: list[int] | None = None) -> PackedStrings:
         """A PackedStrings from `__reduce_ex__`: `data` is the str, or its UTF-8 in any buffer
-        (bytes in band, a view of the snapshot file's mapping, the app's socket array)."""
+        (bytes in band, a view of the snapshot file's mapping, the app's socket array), or a
+        list of those, one per block (`rows`: each block's first item)."""
+        def text(part: Any) -> str:
+            return part if isinstance(part, str) else str(memoryview(part), "utf-8", "surrogatepass")
+
         out = cls.__new__(cls)
-        out.data = data if isinstance(data, str) else str(memoryview(data), "utf-8", "surrogatepass")
+        if rows is None:
+            out.data = text(data)
+        else:
+            out._blocks = [text(part) for part in data]
+            out._rows = list(rows)
         out.offsets = offsets
         return out
 
@@ -944,7 +1027,7 @@ def _joined(facts: list[FileFacts], attr: str, ends: np.ndarray, counts: np.ndar
     offsets[1:] = ends
     offsets[1:] += np.repeat(shift, counts)
     out.offsets = offsets
-    return out
+    return out.blocked()  # (a map edit copies one block of a column, not all of it)
 
 
 _EMPTY_GRAPH = _build_graph({}, RefVocab())

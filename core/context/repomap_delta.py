@@ -196,16 +196,12 @@ def _with_rows(graph: MapGraph, g: Graph, delta: MapDelta) -> MapGraph:
 
 
 def _splice_strings(packed: PackedStrings, a: int, b: int, items: tuple[str, ...]) -> PackedStrings:
-    """`packed` with items a:b replaced: equal to PackedStrings of the spliced list."""
-    lo, hi = int(packed.offsets[a]), int(packed.offsets[b])
+    """`packed` with items a:b replaced: equal to PackedStrings of the spliced list. Only
+    the block holding them is copied (a column made in one block, e.g. by an old snapshot,
+    is cut in blocks first, once)."""
     if len(items) == b - a and all(packed[k] == s for k, s in zip(range(a, b), items)):
         return packed  # the same strings: shared (a body edit keeps the names and kinds)
-    out = PackedStrings()
-    out.data = packed.data[:lo] + "".join(items) + packed.data[hi:]
-    lengths = np.fromiter((len(s) for s in items), np.int64, len(items))
-    mid = lo + np.cumsum(lengths)
-    out.offsets = np.concatenate((packed.offsets[:a + 1], mid, packed.offsets[b + 1:] + (int(mid[-1]) if len(items) else lo) - hi))
-    return out
+    return packed.blocked().spliced(a, b, items)
 
 
 # -- saves that change the graph's nodes or owners ----------------------------------------
@@ -400,20 +396,19 @@ def apply_edit(graph: MapGraph, edit: MapEdit) -> MapGraph:
         hit = np.flatnonzero(np.isin(def_ident, edit.share))
         def_share[hit] = 1.0 / new_degree[def_ident[hit]]
     files = lay.files
-    out = MapGraph(
-        files, {rel: k for k, rel in enumerate(files)} if edit.op != "edit" else graph.file_index,
-        IdentIndex(lay.names, len(files)), new_graph, new_starts,
-        _splice_strings(graph.def_name, a, b, edit.names),
-        _splice_strings(graph.def_kind, a, b, edit.kinds),
-        _splice_strings(graph.def_text, a, b, edit.texts),
-        splice(graph.def_line, edit.lines), splice(graph.def_depth, edit.depths),
-        splice(lay.fmap[graph.def_file], np.full(n, i, dtype=np.int64)),
-        def_ident, def_share,
-        splice(graph.def_scale, np.full(n, 1.0 / (n + 1))),
-        splice(graph.def_factor, np.fromiter((_definition_factor(x) for x in edit.names), np.float64, n)),
-        splice(graph.def_in_tests, np.full(n, is_test_path(edit.rel), dtype=bool)),
-        exact=graph.exact, serial=edit.serial)
-    return out
+    file_index = {rel: k for k, rel in enumerate(files)} if edit.op != "edit" else graph.file_index
+    def_name = _splice_strings(graph.def_name, a, b, edit.names)
+    def_kind = _splice_strings(graph.def_kind, a, b, edit.kinds)
+    def_text = _splice_strings(graph.def_text, a, b, edit.texts)
+    def_line = splice(graph.def_line, edit.lines)
+    def_depth = splice(graph.def_depth, edit.depths)
+    def_file = splice(lay.fmap[graph.def_file], np.full(n, i, dtype=np.int64))
+    def_scale = splice(graph.def_scale, np.full(n, 1.0 / (n + 1)))
+    def_factor = splice(graph.def_factor, np.fromiter((_definition_factor(x) for x in edit.names), np.float64, n))
+    def_in_tests = splice(graph.def_in_tests, np.full(n, is_test_path(edit.rel), dtype=bool))
+    return MapGraph(files, file_index, IdentIndex(lay.names, len(files)), new_graph, new_starts,
+                    def_name, def_kind, def_text, def_line, def_depth, def_file, def_ident, def_share,
+                    def_scale, def_factor, def_in_tests, exact=graph.exact, serial=edit.serial)
 
 
 class MapIndex:
