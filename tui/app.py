@@ -40,13 +40,13 @@ from core.verify.session import VerifySession
 from core.workstation import ReviewSuperseded, Workstation
 from themes import DEFAULT_THEME, register_themes
 from tui.full_map import keep_full_map
-from tui.key_first import KeyFirstScreen, KeyQueue, navigation_binding
+from tui.key_first import KeyFirstScreen, KeyQueue, navigation_binding, passes_key
 from tui.key_frame import draw_now, take_refreshes
 from tui.palette import WorkstationCommands
 from tui.screens.help import HelpScreen
 from tui.widgets.diff_render import warm_bodies, warm_highlighting
 from tui.widgets.diff_view import DiffView, HunkView
-from tui.widgets.prompt_input import PromptInput
+from tui.widgets.prompt_input import KeyState, PromptInput, run_binding
 from tui.widgets.side_panel import SidePanel
 from tui.widgets.stable_footer import StableFooter
 from tui.widgets.status import StatusBar, edge_note
@@ -282,14 +282,34 @@ class SparkApp(App):
         """"review" while the diff has focus (single letters act on hunks), else "prompt"."""
         return "review" if isinstance(self.focused, DiffView) else "prompt"
 
-    def _to_review(self) -> None:
-        self.query_one(DiffView).focus()
+    def _to_review(self, *, after_enter: bool = False) -> None:
+        """The diff gets the focus. While the prompt holds the keys typed after its Enter, only
+        the screen that Enter led to (`after_enter`: the new answer's first screen, a steer) moves
+        it: the held keys go to the review first, in order (PromptInput.hand_over)."""
+        prompt = self.query_one("#prompt", PromptInput)
+        diff = self.query_one(DiffView)
+        if prompt.key_state is KeyState.TYPING:
+            diff.focus()
+        elif after_enter and prompt.holding:
+            prompt.hand_over(diff, self._review_key)
 
     def _to_prompt(self, text: str = "") -> None:
-        prompt = self.query_one("#prompt", Input)
+        prompt = self.query_one("#prompt", PromptInput)
+        prompt.stop_handing()  # the keys after this one are typed, as after any redirect
         prompt.focus()
         if text:
             prompt.insert_text_at_cursor(text)
+
+    async def _review_key(self, event: events.Key) -> None:
+        """A key typed between Enter and the answer's first screen, taken as the focused diff
+        takes it while the answer streams: a letter that starts a redirect goes to the prompt
+        (DiffView.on_key, then `_type_ahead`), any other key runs the diff's binding (j/k move, or
+        say "no hunks yet"; Enter goes back to the prompt; escape stops the answer)."""
+        diff = self.query_one(DiffView)
+        if not passes_key(diff, event):
+            self._to_prompt(event.character or "")
+        else:
+            await run_binding(diff, event.key)
 
     def action_focus_prompt(self) -> None:
         self._to_prompt()
@@ -412,35 +432,49 @@ class SparkApp(App):
 
     @on(Input.Submitted, "#prompt")
     async def _submit(self, event: Input.Submitted) -> None:
+        """Enter. The prompt holds the keys typed after it until this says where they go: to the
+        review when an answer starts or a steer is sent (`_to_review(after_enter=True)`, at the
+        answer's first screen), else typed in the prompt (`release`)."""
+        prompt_input = self.query_one("#prompt", PromptInput)
+        hold = prompt_input.holds  # (this Enter's hold: a later Enter's is not released here)
+        reviewed = False
+        try:
+            reviewed = await self._send_submitted(event)
+        finally:
+            if not reviewed:
+                prompt_input.release(hold)
+
+    async def _send_submitted(self, event: Input.Submitted) -> bool:
+        """True when the Enter started an answer or steered one (its screen takes the keys after it)."""
         prompt = event.value.strip()
         if not prompt:
-            return
+            return False
         if self._stream is not None:  # typing while it streams redirects it
             _take_sent(event.input, event.value)
             self._pending_redirects.append(prompt)  # the parser restarts when the core says "steered"
             await self._stream.steer(prompt)
             self.notify(f"steering: {prompt}")
-            self._to_review()  # the next keys act on the answer again, not in the prompt
-            return
+            self._to_review(after_enter=True)  # the next keys act on the answer again, not in the prompt
+            return True
         if prompt.startswith("/"):
             _take_sent(event.input, event.value)
             await self._slash_command(prompt)
-            return
+            return False
         if self.client is None:
             self.notify("not connected to the core yet", severity="warning")
-            return
+            return False
         mentioned = await asyncio.to_thread(self.station.context.mentioned_paths, prompt)
         if mentioned and self._add_mentioned():  # [ui] add_mentioned (default): add, then send
-            await self.action_add_mentioned(event.value)
-            return
+            return await self.action_add_mentioned(event.value)
         if mentioned and self._offered != (prompt, mentioned):
             self._offered = (prompt, mentioned)
             self.notify(f"mentioned but not in the chat: {', '.join(mentioned)}. "
                         "ctrl+o adds and sends; Enter sends without", timeout=8)
-            return
+            return False
         _take_sent(event.input, event.value)
         self._offered = None
         self._start_answer(prompt)
+        return True
 
     async def action_pick_files(self) -> None:
         """The fuzzy file picker: the chosen file goes into the chat."""
@@ -473,9 +507,10 @@ class SparkApp(App):
                 self._add_mentioned_setting = True
         return self._add_mentioned_setting
 
-    async def action_add_mentioned(self, submitted: str | None = None) -> None:
+    async def action_add_mentioned(self, submitted: str | None = None) -> bool:
         """Add the files the prompt mentions (the one-key offer), then send the prompt: the one
-        submitted with Enter, or (ctrl+o) the prompt as typed when the key was pressed."""
+        submitted with Enter, or (ctrl+o) the prompt as typed when the key was pressed. True
+        when it was sent."""
         prompt_input = self.query_one("#prompt", Input)
         if submitted is None:
             submitted = await self._prompt_text()  # every key typed before ctrl+o
@@ -486,13 +521,15 @@ class SparkApp(App):
                 await asyncio.to_thread(self.station.context.add, mentioned)
             except Exception as exc:  # noqa: BLE001 - said, nothing sent
                 self.notify(str(exc), severity="error")
-                return
+                return False
             self.notify(f"added {', '.join(mentioned)}")
         self._update_context_meter()
         if prompt and self.client is not None and self._stream is None:
             _take_sent(prompt_input, submitted)
             self._offered = None
             self._start_answer(prompt)
+            return True
+        return False
 
     async def _slash_command(self, line: str) -> None:
         from core.context.commands import COMMANDS, parse_command, run_command
@@ -584,7 +621,7 @@ class SparkApp(App):
         diff = self.query_one(DiffView)
         diff.reset(self._transcript(run))
         diff.hunk_keys = False
-        self._to_review()
+        self._to_review(after_enter=True)  # the keys typed since the Enter that asked for it
         status = self.query_one(StatusBar)
         status.tokens, status.tokens_per_s, status.ttft_ms, status.note = 0, None, None, ""
         status.forecast = ""

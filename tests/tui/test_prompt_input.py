@@ -12,7 +12,7 @@ from textual.app import App, ComposeResult
 from textual.screen import Screen
 from textual.widgets import Input, Static
 
-from tui.widgets.prompt_input import PromptInput
+from tui.widgets.prompt_input import KeyState, PromptInput
 
 KEYS = st.one_of(st.sampled_from(list("abc xyz.")),
                  st.sampled_from(["home", "end", "left", "right", "backspace", "delete", "ctrl+a"]))
@@ -61,3 +61,100 @@ def test_types_scrolls_and_draws_as_input_does(keys, width):
     textual = asyncio.run(_type(Input, keys, width))
     assert ours[:2] == textual[:2]
     assert ours[2] == 0, "no layout pass for keys typed in a fixed-size prompt"
+
+
+# -- keys after Enter: held, then released or handed over in order ----------------------------
+LETTERS = "jkxa"
+
+
+class _Review(Static, can_focus=True):
+    """Stands in for the diff: logs the keys it gets, directly or handed over."""
+
+    def __init__(self, keys_seen: list[str]) -> None:
+        super().__init__("review", id="review")
+        self.keys_seen = keys_seen
+
+    def on_key(self, event) -> None:
+        self.keys_seen.append(event.character or event.key)
+
+
+class _KeysHost(App):
+    def __init__(self) -> None:
+        super().__init__()
+        self.keys_seen: list[str] = []
+        self.sent: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        yield _Review(self.keys_seen)
+        yield PromptInput(id="prompt")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.sent.append(event.value)
+        event.input.value = ""
+
+
+def _key(key: str):
+    from textual import events
+
+    return events.Key(key, key if len(key) == 1 else None)
+
+
+async def _verdict(before: str, after: str, held: int, behind: int, hand_over: bool,
+                   redirect: bool) -> tuple:
+    app = _KeysHost()
+    async with app.run_test(size=(40, 8)) as pilot:
+        prompt = app.query_one(PromptInput)
+        review = app.query_one(_Review)
+        prompt.focus()
+        await pilot.pause()
+        for key in [*before, "enter", *after[:held]]:
+            app.post_message(_key(key))
+        while not app.sent:
+            await pilot.pause()
+        await pilot.pause()
+
+        async def review_key(event) -> None:  # as the app's: a letter other than j/k starts a redirect
+            if redirect and event.character not in "jk":
+                prompt.stop_handing()
+                prompt.insert_text_at_cursor(event.character)
+            else:
+                app.keys_seen.append(event.character)
+
+        # The verdict, then keys the App forwards to the prompt (still focused) before the prompt
+        # has read the verdict, then keys the App has not read yet: whatever the loop's timing.
+        if hand_over:
+            prompt.hand_over(review, review_key)
+        else:
+            prompt.release()
+        for key in after[held:held + behind]:
+            prompt._forward_event(_key(key))
+        for key in after[held + behind:]:
+            app.post_message(_key(key))
+        for _ in range(40):
+            await pilot.pause()
+            if prompt.key_state is KeyState.TYPING and len(app.keys_seen) + len(prompt.value) >= len(after):
+                break
+        await pilot.pause(0.05)
+        return app.sent, list(app.keys_seen), prompt.value, app.focused is review, prompt.key_state
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(before=st.text(LETTERS, min_size=1, max_size=5), after=st.text(LETTERS, max_size=8),
+       held=st.integers(0, 8), behind=st.integers(0, 8), hand_over=st.booleans(),
+       redirect=st.booleans())
+def test_keys_after_enter_are_handled_in_order(before, after, held, behind, hand_over, redirect):
+    """Keys typed after a non-blank Enter: the value sent is exactly the keys before it; on
+    `release` the keys after it are typed, in order; on `hand_over` they go to the review in
+    order, and (with the app's redirect) from the first letter other than j/k on are typed, in
+    order; the focus moves to the review only when no key is left at the prompt."""
+    sent, log, value, review_focused, state = asyncio.run(
+        _verdict(before, after, held, behind, hand_over, redirect))
+    assert sent == [before]
+    assert state is KeyState.TYPING
+    if not hand_over:
+        assert (log, value, review_focused) == ([], after, False)
+        return
+    cut = next((i for i, key in enumerate(after) if key not in "jk"), len(after)) if redirect else len(after)
+    assert log == list(after[:cut])
+    assert value == after[cut:]
+    assert review_focused == (cut == len(after))
