@@ -403,6 +403,7 @@ class StreamingParser:
                 f.stray_marker = f.stray_marker or self._line_no
                 f.stray_replace = f.stray_replace or is_replace
             if is_replace:
+                self._last_path = None  # a block lost its SEARCH line: its file is unknown
                 self.errors.append(ParseError(self._line_no, f.path if f else None,
                                               f"line {self._line_no}: >>>>>>> REPLACE "
                                               f"without a <<<<<<< SEARCH before it; that "
@@ -556,6 +557,7 @@ class StreamingParser:
             path = f.path
         bare = bare or (f.bare if f is not None else None)
         if path is None and bare:
+            self._last_path = None  # a block after this one without a path is refused too
             self.errors.append(ParseError(self._line_no, None,
                                           f"line {self._line_no}: {bare!r} before the "
                                           f"<<<<<<< SEARCH block is not a file path (no "
@@ -755,7 +757,8 @@ class StreamingParser:
                 f.loose = f.loose or self._line_no
             return []  # prose between files, or the header area
         tag = line[:1]
-        if tag not in (" ", "+", "-", "\\"):
+        if tag not in (" ", "+", "-", "\\") or full and line.rstrip() == "---":
+            # (a lone --- after the counted lines is a markdown rule, not a removed "--")
             if full:
                 if not f.marker and line.strip():
                     out = self._close_diff_file(f, complete=True, end=True)

@@ -68,6 +68,27 @@ CASES = [
         f"{F}\n1. `pkg/new2.py`\n~~~~~\n<<<<<<< SEARCH\n=======\ny\n>>>>>>> REPLACE\n~~~~~\n",
         [("new.py", "", "x\n"), ("pkg/new2.py", "", "y\n")], set(),
         id="path-then-tilde-fence-inside-a-stray-backtick-fence"),
+    pytest.param(
+        # a block after one refused for its lone word, with no path of its own: it went
+        # to the file of the block before that (a.py), not the lone word's file
+        "a.py\n<<<<<<< SEARCH\n=======\nx\n>>>>>>> REPLACE\npkg:\n<<<<<<< SEARCH\n"
+        "=======\ny\n>>>>>>> REPLACE\n<<<<<<< SEARCH\n=======\nz\n>>>>>>> REPLACE\n",
+        [("a.py", "", "x\n")], {None},
+        id="pathless-block-after-a-lone-word-block"),
+    pytest.param(
+        # ... and after a block that lost its SEARCH line (b.py's)
+        f"a.py\n{F}\n<<<<<<< SEARCH\n=======\nx\n>>>>>>> REPLACE\n{F}\nb.py\n{F}\n=======\n"
+        f"y\n>>>>>>> REPLACE\n{F}\n{F}\n<<<<<<< SEARCH\n=======\nz\n>>>>>>> REPLACE\n{F}\n",
+        [("a.py", "", "x\n")], {"b.py", None},
+        id="pathless-block-after-a-block-that-lost-its-search-line"),
+    pytest.param(
+        # a markdown rule after a diff's counted lines was read as a removed "--" line
+        "diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1,1 +1,1 @@\n-}\n+x\n---\n"
+        "Then b.py\n",
+        [("a.py", "}\n", "x\n")], set(), id="rule-after-an-unfenced-diff"),
+    pytest.param(
+        f"{F}diff\n--- a/a.py\n+++ b/a.py\n@@ -1,1 +1,1 @@\n-}}\n+x\n---\n{F}\n",
+        [("a.py", "}\n", "x\n")], set(), id="rule-after-a-fenced-diff"),
 ]
 
 
