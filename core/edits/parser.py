@@ -688,6 +688,9 @@ class StreamingParser:
     def _diff_line(self, f: _Fence, line: str) -> list[Edit]:
         prev, f.last_raw = f.last_raw, line
         fl = _fence_line(line, f.marker[0] if f.marker else None)
+        if fl is not None and line[:1] == " " and line[1:2] != " " and f.in_hunk \
+                and not self._hunk_full(f):
+            fl = None  # " ```": a context line holding a fence, the hunk's counts want more
         if fl is not None and f.marker and _closes(f.marker, fl):
             out = self._close_diff_file(f, complete=True, end=True)
             self._fence = None

@@ -89,6 +89,11 @@ CASES = [
     pytest.param(
         f"{F}diff\n--- a/a.py\n+++ b/a.py\n@@ -1,1 +1,1 @@\n-}}\n+x\n---\n{F}\n",
         [("a.py", "}\n", "x\n")], set(), id="rule-after-a-fenced-diff"),
+    pytest.param(
+        # a diff's context line holding a fence (" ```", a README) closed the diff's
+        # fence while its counts wanted more: a hunk cut short, a different edit
+        f"{F}patch\n--- a/r.md\n+++ b/r.md\n@@ -1,2 +1,1 @@\n-\n {F}\n{F}\n",
+        [("r.md", "\n```\n", "```\n")], set(), id="context-fence-line-in-a-fenced-diff"),
 ]
 
 
