@@ -45,7 +45,7 @@ from tui.key_frame import draw_now, take_refreshes
 from tui.palette import WorkstationCommands
 from tui.screens.help import HelpScreen
 from tui.widgets.diff_render import warm_bodies, warm_highlighting
-from tui.widgets.diff_view import DiffView, HunkView
+from tui.widgets.diff_view import DiffView
 from tui.widgets.prompt_input import KeyState, PromptInput, run_binding
 from tui.widgets.side_panel import SidePanel
 from tui.widgets.stable_footer import StableFooter
@@ -772,7 +772,7 @@ class SparkApp(App):
     def _warm_hunks(self, run: AnswerRun, final: bool, ended: Callable[[], bool]) -> None:
         """Highlight the answer's hunks off the UI thread before the draw, a few at a time,
         stopping when `ended()` says (an earlier state's, once the answer has ended)."""
-        hunks, contexts, width = run.hunks, run.hunk_context(), HunkView.body_width
+        hunks, contexts, width = run.hunks, run.hunk_context(), DiffView.body_width
         for at in range(0, len(hunks), _WARM_SLICE):
             if ended():
                 return

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tests.tui.conftest import wait_for
 from tui.app import SparkApp
-from tui.widgets.diff_view import DiffView, HunkView
+from tui.widgets.diff_view import DiffView
 
 
 async def _ask(pilot, app: SparkApp, prompt: str, *, send_key: str = "enter") -> None:
@@ -23,7 +23,7 @@ async def test_accept_writes_the_file(demo_root, core_url):
         await _ask(pilot, app, "format_money should show negative amounts in parentheses")
         assert app.answer.hunks, "the replayed answer proposes hunks"
         assert app.focused is app.query_one(DiffView)
-        assert len(app.query(HunkView)) == len(app.answer.hunks)
+        assert len(app.query_one(DiffView).drawn_hunks) == len(app.answer.hunks)
         while app.answer.undecided:
             await pilot.press("a")
         await wait_for(pilot, lambda: app.answer.applied, what="the accepted hunks to be written")

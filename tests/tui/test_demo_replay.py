@@ -37,7 +37,7 @@ async def test_the_demo_lists_its_recorded_prompts_first(demo_root, core_url):
     app = SparkApp(demo_root, core_url)
     async with app.run_test(size=(150, 44)) as pilot:
         await pilot.pause()
-        notes = str(app.query_one("#notes").render())
+        notes = app.query_one("DiffView").notes_text  # type: ignore[attr-defined]
     assert "answers are recordings" in notes
     assert "Add docstrings to the functions in report.py" in notes
 

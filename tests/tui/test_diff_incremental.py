@@ -1,12 +1,14 @@
 """The diff view draws incrementally: it must draw exactly what a full render draws.
 
-DiffView.sync mounts only new hunks and repaints only hunks whose header, state, badges,
-reason or context changed; a hunk's highlighted lines come from a cache and are converted
-to Textual content once, only its header again (issue 14: an answer of 47 hunks was re-highlighted in full for every review and
-verify badge, 60-116 ms on the UI thread each time). The properties: a cached render is
-the uncached composition, and any sequence of syncs leaves the same widgets, in the same
-order, with the same text and current marker as one sync of the last state into a fresh
-view (with lines highlighted and converted in a worker thread or on the UI thread).
+DiffView.sync inserts only new hunks' blocks and draws again only hunks whose header, state,
+badges, reason or context changed; a hunk's highlighted lines come from a cache and are
+converted to Textual content once, only its header again (issue 14: an answer of 47 hunks was
+re-highlighted in full for every review and verify badge, 60-116 ms on the UI thread each
+time). The properties: a cached render is the uncached composition, and any sequence of syncs
+leaves the same blocks, in the same order, with the same text and current marker as one sync
+of the last state into a fresh view (with lines highlighted and converted in a worker thread
+or on the UI thread), each hunk drawing what its whole content (header and lines joined)
+draws.
 """
 
 from __future__ import annotations
@@ -19,12 +21,11 @@ from hypothesis import strategies as st
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.content import Content
-from textual.geometry import Size
-from textual.visual import Visual
+from textual.visual import RenderOptions
 
 from tui.widgets import diff_render
 from tui.widgets.diff_render import context_lines, diff_lines, hunk_header, render_hunk, warm_bodies
-from tui.widgets.diff_view import DiffView, HunkView
+from tui.widgets.diff_view import DiffView, Kind
 
 LINES = ["def f(x):\n", "    return x  # " + "a long line that wraps at narrow widths " * 3 + "\n", '    """doc"""\n', "", "    y = [1, 2]  # note\n", "import os\n",
          "x = 'a\n", "class C:\n"]
@@ -126,13 +127,34 @@ class Host(App):
 
 
 def drawn(view: DiffView) -> list[tuple[str, str, list, bool]]:
+    """Each hunk block in the order drawn: id, text, spans, and whether it is marked current."""
     out = []
-    for child in view.children:
-        if isinstance(child, HunkView):
-            content = child.content
-            assert isinstance(content, Content)
-            out.append((child.hunk_id, content.plain, list(content.spans), child.has_class("-current")))
+    for block in view._blocks:
+        if block.kind is Kind.HUNK:
+            assert block.head is not None
+            content = block.head + block.body
+            out.append((block.id, content.plain, list(content.spans), block.id == view._marked))
     return out
+
+
+def plain_segments(strips) -> list[list[tuple]]:
+    """Lines as (text, style) per segment, without the mouse offsets (a selection's meta)."""
+    return [[(seg.text, seg.style.clear_meta_and_links() if seg.style else None) for seg in strip]
+            for strip in strips]
+
+
+def hunk_lines(view: DiffView, hunk_id: str) -> tuple[list, list]:
+    """The lines the view draws for a hunk (its header and lines kept apart), and the lines its
+    whole content draws in the same frame."""
+    block = view._hunks[hunk_id]
+    assert block.head is not None
+    top = view.hunk_region(hunk_id).y
+    frame = view._frame(Kind.HUNK, hunk_id == view._marked)
+    got = [view._line(top + at) for at in range(block.height - frame.gap)]
+    rules: object = view.styles
+    whole = (block.head + block.body).render_strips(view._width, None, frame.style,
+                                                     RenderOptions(view._get_style, rules, None, None))  # type: ignore[arg-type]
+    return plain_segments(got), plain_segments(frame.frame(whole, view._width))
 
 
 async def _compare(sequence: list[Shown]) -> None:
@@ -153,34 +175,26 @@ async def _compare(sequence: list[Shown]) -> None:
         await pilot.pause()
         assert drawn(incremental) == drawn(fresh)
         assert incremental.current_id == fresh.current_id
-        # each hunk is laid out at its whole content's height (a header change that keeps
-        # the header's height repaints the hunk without a layout pass: HunkView.show), and
-        # draws what its whole content draws, mouse offsets included (HunkVisual draws the
-        # head and the kept lines apart), at its width and at others
-        for view in [*incremental.query(HunkView), *fresh.query(HunkView)]:
-            whole = view.content
-            assert isinstance(whole, Content)
-            assert view.size.height == whole.get_height(view.styles, view.content_size.width), view.hunk_id
-            assert str(view.render()) == str(whole)
-            for width in (view.content_size.width, 9, 37):
+        # each hunk takes its whole content's height (a header change that keeps the header's
+        # height keeps the lines under it) plus the blank line under it, and draws what its
+        # whole content draws (the view draws the head and the kept lines apart)
+        for view in (incremental, fresh):
+            for hunk_id in view._order:
+                block = view._hunks[hunk_id]
+                assert block.head is not None
+                whole = block.head + block.body
+                assert block.height == whole.get_height(view.styles, view._width) + 1, hunk_id
+                assert view.hunk_text(hunk_id) == whole.plain
                 for _ in range(2):  # the second time from the kept strips
-                    drawn_apart = Visual.to_strips(view, view.visual, width, None, view.visual_style)
-                    drawn_whole = Visual.to_strips(view, whole, width, None, view.visual_style)
-                    assert [repr(list(s)) for s in drawn_apart] == [repr(list(s)) for s in drawn_whole]
+                    got, want = hunk_lines(view, hunk_id)
+                    assert got == want, hunk_id
         total = len(last.hunks)
         for index, (hunk, (hid, plain, spans, _)) in enumerate(zip(last.hunks, drawn(fresh), strict=True), 1):
-            # what Static.update draws from the whole Text, converted at once
+            # what a Static drew from the whole Text, converted at once
             full = Content.from_rich_text(reference_render(hunk, last.states[hid], index, total,
                                                            last.badges[hid], last.contexts[hid],
                                                            last.reasons[hid]))
             assert (hid, plain, spans) == (hunk.id, full.plain, list(full.spans))
-        # a hunk's height (head and lines measured apart) is the whole content's height
-        for view, hunk in zip(incremental.query(HunkView), last.hunks, strict=True):
-            whole = view.content
-            assert isinstance(whole, Content)
-            for width in (9, 37, 98):
-                size = Size(width, 40)
-                assert view.get_content_height(size, size, width) == whole.get_height(view.styles, width)
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -190,8 +204,9 @@ def test_any_sequence_of_syncs_draws_what_one_full_sync_draws(sequence):
 
 
 async def test_notes_prose_and_verify_panel_skip_an_update_that_changes_nothing():
-    """Each Static.update asks for a layout of the whole screen: the same content again is
-    not sent (an answer's start set notes, prose and the verify panel again)."""
+    """The same content again is not drawn again (an answer's start set notes, prose and the
+    verify panel again with what they already showed): each Static.update of the panel asks
+    for a layout of the whole screen, and each block set anew repaints its lines."""
     from core.verify.verifier import Scope, ScopeReport
     from tui.widgets.verify_panel import VerifyPanel
 
@@ -204,14 +219,20 @@ async def test_notes_prose_and_verify_panel_skip_an_update_that_changes_nothing(
     async with app.run_test(size=(100, 40)) as pilot:
         diff, panel = app.query_one(DiffView), app.query_one(VerifyPanel)
         updates: list[str] = []
-        for widget in (diff.query_one("#notes"), diff.query_one("#prose"), panel):
-            real = widget.update
+        real_set = diff._set_content
 
-            def counted(content="", *, layout=True, widget=widget, real=real):
-                updates.append(widget.id or type(widget).__name__)
-                real(content, layout=layout)
+        def counted_set(block, content):
+            updates.append(block.id.lstrip("#"))
+            real_set(block, content)
 
-            widget.update = counted  # type: ignore[method-assign]
+        diff._set_content = counted_set  # type: ignore[method-assign]
+        real_update = panel.update
+
+        def counted(content="", *, layout=True):
+            updates.append("VerifyPanel")
+            real_update(content, layout=layout)
+
+        panel.update = counted  # type: ignore[method-assign]
         report = ScopeReport(Scope.ANSWER)
         for _ in range(3):
             diff.set_notes(Text("> tidy", style="bold"))
@@ -221,6 +242,7 @@ async def test_notes_prose_and_verify_panel_skip_an_update_that_changes_nothing(
             await pilot.pause()
         # notes and the panel once; prose alternates between two contents, so each call draws
         assert updates.count("notes") == 1 and updates.count("VerifyPanel") == 1
+        assert updates.count("prose") == 6
         diff.set_notes(Text("> tidy", style="dim"))  # same words, another style: drawn
         assert updates.count("notes") == 2
-        assert str(diff.query_one("#prose").render()).startswith("▸ the model says: I will tidy.")
+        assert diff.prose_text.startswith("▸ the model says: I will tidy.")

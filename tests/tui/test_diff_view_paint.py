@@ -1,10 +1,12 @@
 """What the diff view paints after any sequence of syncs and moves is what a fresh view paints.
 
-HunkView.show repaints only a hunk's header lines when the header changed and kept its height
-(a new hunk changes every hunk's "i/total" while an answer streams): the lines under it come
-from Textual's per-line cache of the last paint. The property: the lines each hunk paints (cache
-and repainted lines together, border and marker included) are the lines a fresh view of the
-last state paints, and the current-hunk marker is on exactly the selected hunk, on screen.
+A sync repaints only the lines on screen whose block, line or look changed (a header that
+changed and kept its height repaints the header's lines: a new hunk changes every hunk's
+"i/total" while an answer streams); the other lines come from Textual's per-line cache of the
+last paint, and each block keeps its framed lines. The properties: the lines the view paints
+(cached and repainted together, its border included) are the lines a fresh view of the last
+state paints at the same scroll; every line of the whole diff (kept per block) is a fresh
+view's; and the current-hunk marker is on exactly the selected hunk, on screen.
 """
 
 from __future__ import annotations
@@ -16,8 +18,15 @@ from hypothesis import strategies as st
 from textual.app import App, ComposeResult
 from textual.geometry import Region
 
-from tests.tui.test_diff_incremental import LINES, PATHS, FakeHunk, Shown, shown_sequences
-from tui.widgets.diff_view import DiffView, HunkView
+from tests.tui.test_diff_incremental import (
+    LINES,
+    PATHS,
+    FakeHunk,
+    Shown,
+    plain_segments,
+    shown_sequences,
+)
+from tui.widgets.diff_view import DiffView, Kind
 
 
 class TwoViews(App):
@@ -26,28 +35,36 @@ class TwoViews(App):
         yield DiffView(id="fresh")
 
 
-def painted(view: DiffView) -> list[tuple[str, list[list[tuple[str, object]]]]]:
-    """Each hunk's painted lines (text and style of every segment), as the screen gets them."""
-    out = []
-    for hunk in view.query(HunkView):
-        width, height = hunk.size
-        lines = hunk.render_lines(Region(0, 0, width, height))
-        out.append((hunk.hunk_id, [[(seg.text, seg.style) for seg in strip] for strip in lines]))
-    return out
+def painted(view: DiffView) -> list[list[tuple]]:
+    """Every line of the whole diff as the view draws it (text and style of every segment)."""
+    lines = [view._line(y) for y in range(view.virtual_size.height)]
+    return plain_segments([line if line is not None else [] for line in lines])  # ([]: under no block)
+
+
+def on_screen(view: DiffView) -> list[str]:
+    """The view's lines as the screen gets them: Textual's kept lines and the repainted ones
+    (inside its border: one of the two views has the focus)."""
+    width, height = view.outer_size
+    return [repr(line) for line in plain_segments(view.render_lines(Region(1, 1, width - 2, height - 2)))]
 
 
 def check_marker(view: DiffView, visible: bool) -> None:
-    """Exactly the selected hunk is marked and, when asked, inside the scrolled window."""
-    marked = [h.hunk_id for h in view.query(HunkView) if h.has_class("-current")]
+    """Exactly the selected hunk is marked (drawn with the current style) and, when asked,
+    inside the scrolled window."""
+    marked = [block.id for block in view._blocks if block.kind is Kind.HUNK and block.id == view._marked]
     assert marked == ([view.current_id] if view.current_id else [])
-    if visible and view.current_id:
-        hunk = next(h for h in view.query(HunkView) if h.hunk_id == view.current_id)
-        window = view.scrollable_content_region
-        region = hunk.region
-        if region.height <= window.height:
-            assert window.contains_region(region), (region, window)
-        else:  # taller than the window: its top is shown
-            assert window.contains(region.x, region.y), (region, window)
+    if view.current_id:
+        top = view.hunk_region(view.current_id).y
+        current = view._frame(Kind.HUNK, True)
+        line = view._line(top)
+        assert line is not None and next(iter(line)) == current.left
+        if visible:
+            region = view.hunk_region(view.current_id)
+            window_top, window = int(view.scroll_y), view.scrollable_content_region.height
+            if region.height <= window:
+                assert window_top <= region.y and region.bottom <= window_top + window, (region, window_top)
+            else:  # taller than the window: its top is shown
+                assert window_top <= region.y < window_top + window, (region, window_top)
 
 
 async def _paint(sequence: list[Shown], moves: list[int]) -> None:
@@ -73,6 +90,9 @@ async def _paint(sequence: list[Shown], moves: list[int]) -> None:
         check_marker(fresh, visible=True)
         assert incremental.current_id == fresh.current_id
         assert painted(incremental) == painted(fresh)
+        fresh.scroll_to(y=incremental.scroll_y, animate=False, immediate=True)
+        await pilot.pause()
+        assert on_screen(incremental) == on_screen(fresh)
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -90,27 +110,21 @@ async def test_hunks_arriving_one_by_one_then_moves_paint_what_a_fresh_view_pain
     app = TwoViews()
     async with app.run_test(size=(90, 44)) as pilot:
         incremental = app.query_one("#incremental", DiffView)
-        partial: list[int] = []
-        real = HunkView.refresh
-
-        def counted(self, *regions, **kwargs):
-            if regions:
-                partial.append(1)
-            return real(self, *regions, **kwargs)
-
-        HunkView.refresh = counted  # type: ignore[method-assign]
-        try:
-            for n in range(1, len(pool) + 1):
-                incremental.sync(pool[:n], {}, {}, contexts)
-                await pilot.pause()
-                await pilot.pause(0.04)  # a frame paints it: the next change is partial
-        finally:
-            HunkView.refresh = real  # type: ignore[method-assign]
-        assert partial, "header changes repainted only the header's lines"
+        partial: list[int] = []  # lines repainted per sync
+        for n in range(1, len(pool) + 1):
+            before = incremental.repainted
+            incremental.sync(pool[:n], {}, {}, contexts)
+            partial.append(incremental.repainted - before)
+            await pilot.pause()
+            await pilot.pause(0.04)  # a frame paints it: the next change is partial
+        window = incremental.scrollable_content_region.height
+        assert 0 < min(partial[3:]) and max(partial[3:]) < window / 2, \
+            ("header changes repainted only the header's lines", partial)
         fresh = app.query_one("#fresh", DiffView)
         fresh.sync(pool, {}, {}, contexts)
         await pilot.pause()
         assert painted(incremental) == painted(fresh)  # before any move repaints a hunk whole
+        assert on_screen(incremental) == on_screen(fresh)
         for move in [1] * (len(pool) + 1) + [-1] * 5 + [3, -2]:
             incremental.select(incremental.current + move)
             await pilot.pause()
@@ -118,3 +132,6 @@ async def test_hunks_arriving_one_by_one_then_moves_paint_what_a_fresh_view_pain
         fresh.select(incremental.current)
         await pilot.pause()
         assert painted(incremental) == painted(fresh)
+        fresh.scroll_to(y=incremental.scroll_y, animate=False, immediate=True)
+        await pilot.pause()
+        assert on_screen(incremental) == on_screen(fresh)

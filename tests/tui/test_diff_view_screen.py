@@ -1,12 +1,12 @@
 """What reaches the terminal after syncs, pending-block updates and moves is what a fresh view draws.
 
-A hunk whose header changes while it is scrolled out of view, and the block being written
-while it is out of view, mark only their own caches (diff_view.repaint_lines): the screen is
-not told, so its map of every widget's place is kept (issue 14). The property is about the
-terminal, not a widget's lines: every update the app sends (Textual's partial and full
-compositor updates) is applied to a grid of cells, as a terminal applies it; after any
-sequence of hunk arrivals, header changes, pending-block lines and j/k moves, ending on any
-hunk, the grid is the grid of a fresh app that drew the last state once.
+The view repaints only the lines on screen whose block, line or look changed (a hunk that
+arrives below the window, or a header that changes out of view, repaints nothing; issue 14).
+The property is about the terminal, not the view's lines: every update the app sends
+(Textual's partial and full compositor updates) is applied to a grid of cells, as a terminal
+applies it; after any sequence of hunk arrivals, re-diffs (hunks gone, moved, back), resets,
+header changes, pending-block lines and j/k moves, ending on any hunk, the grid is the grid of
+a fresh app that drew the last state once; and after each move the current hunk is on screen.
 """
 
 from __future__ import annotations
@@ -95,11 +95,24 @@ async def _drawn(steps: list[tuple[str, int]], count: int, end: int) -> None:
             elif step == "pending":
                 pending = _pending(arg)
                 view.set_pending(pending)
-            elif step == "badge":  # a header changes, its height kept
+            elif step == "badge" and shown:  # a header changes, its height kept
                 view.sync(hunks[:shown], {}, {hunks[arg % shown].id: "dup"}, CONTEXTS)
             elif step == "move":
                 view.select(view.current + arg)
+                if view.current_id is not None:  # the current hunk is in the window (its top,
+                    # when it is taller than the window)
+                    region, top = view.hunk_region(view.current_id), int(view.scroll_y)
+                    window = view.scrollable_content_region.height
+                    assert top <= region.y and (region.bottom - 1 <= top + window or region.height > window)
+            elif step == "rediff" and shown > 1:  # a re-diff: some hunks gone, the others reordered
+                kept = [h for n, h in enumerate(hunks[:shown]) if (n * 7 + arg) % 3]
+                view.sync(kept[arg % 2::] + kept[:arg % 2], {}, {}, CONTEXTS)
+            elif step == "reset":  # a new answer
+                shown = 0
+                view.reset(f"answer {arg}")
+                view.sync([], {})
             await pilot.pause(0.02)
+        view.set_notes("the answer")
         view.sync(hunks, {}, {}, CONTEXTS)
         view.set_pending(pending)  # the block written last stays (as at an answer's end)
         view.select(end)
@@ -111,6 +124,7 @@ async def _drawn(steps: list[tuple[str, int]], count: int, end: int) -> None:
     fresh = Terminal()
     async with fresh.run_test(size=SIZE) as pilot:
         view = fresh.query_one(DiffView)
+        view.set_notes("the answer")
         view.sync(hunks, {}, {}, CONTEXTS)
         view.set_pending(pending)
         await pilot.pause(0.05)
@@ -128,7 +142,9 @@ async def _drawn(steps: list[tuple[str, int]], count: int, end: int) -> None:
 steps = st.lists(st.one_of(st.tuples(st.just("arrive"), st.just(0)),
                            st.tuples(st.just("pending"), st.integers(0, 20)),
                            st.tuples(st.just("badge"), st.integers(0, 30)),
-                           st.tuples(st.just("move"), st.sampled_from([1, -1, 3, -3]))), max_size=24)
+                           st.tuples(st.just("move"), st.sampled_from([1, -1, 3, -3])),
+                           st.tuples(st.just("rediff"), st.integers(0, 5)),
+                           st.tuples(st.just("reset"), st.integers(0, 2))), max_size=24)
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])

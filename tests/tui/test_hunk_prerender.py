@@ -1,7 +1,7 @@
 """Hunk lines rendered in the rebuild's thread draw what the diff view draws itself.
 
-warm_bodies renders each new hunk's lines the way HunkView last drew a hunk that is not
-current (its width, style and text rules), and a new HunkView starts from those strips
+warm_bodies renders each new hunk's lines the way the diff view last drew a hunk that is not
+current (its width, style and text rules), and a new hunk's block starts from those strips
 instead of rendering them on the UI thread at its first paint. The property: for any hunks,
 warmed in a thread at the view's width, each hunk draws what its whole content (head and
 lines joined) draws, at its width and at others, current or not; and the warmed strips were
@@ -15,13 +15,11 @@ import asyncio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from textual.app import App, ComposeResult
-from textual.content import Content
-from textual.visual import Visual
 
-from tests.tui.test_diff_incremental import LINES, PATHS, FakeHunk
+from tests.tui.test_diff_incremental import LINES, PATHS, FakeHunk, hunk_lines
 from tui.widgets import diff_render
 from tui.widgets.diff_render import body_key, rendered_body, warm_bodies
-from tui.widgets.diff_view import DiffView, HunkView
+from tui.widgets.diff_view import DiffView
 
 
 class Host(App):
@@ -36,42 +34,30 @@ def hunk_lists(draw) -> list[FakeHunk]:
             for i in range(draw(st.integers(2, 6)))]
 
 
-def strips(view: HunkView, visual: object, width: int) -> list[str]:
-    return [repr(list(strip)) for strip in Visual.to_strips(view, visual, width, None, view.visual_style)]  # type: ignore[arg-type]
-
-
 async def _check(hunks: list[FakeHunk], contexts: dict, select: int) -> int:
     """Returns how many hunks were drawn from warmed strips alone."""
     app = Host()
     diff_render._STRIPS.clear()  # as in a new process: nothing warmed, no view drawn yet
-    diff_render._TEMPLATE, HunkView.body_width = None, 0
+    diff_render._TEMPLATE, DiffView.body_width = None, 0
     async with app.run_test(size=(90, 70)) as pilot:  # no scrollbar comes (2 columns less)
         view = app.query_one(DiffView)
         view.sync(hunks[:2], {}, {}, contexts)
         for _ in range(100):  # drawn: the view says how it draws a hunk that is not current
             await pilot.pause(0.01)
-            if diff_render._TEMPLATE is not None and HunkView.body_width:
+            if diff_render._TEMPLATE is not None and DiffView.body_width:
                 break
-        await asyncio.to_thread(warm_bodies, hunks, contexts, HunkView.body_width)
+        await asyncio.to_thread(warm_bodies, hunks, contexts, DiffView.body_width)
         view.sync(hunks, {}, {}, contexts)
         view.select(select)
         await pilot.pause()
         used = 0  # hunks drawn from their warmed strips alone (no render of their own)
-        for hunk_view in view.query(HunkView):
-            seed = rendered_body(hunk_view._body_key or ())
-            kept = hunk_view._body_strips.strips
+        for hunk_id in view._order:
+            got, want = hunk_lines(view, hunk_id)  # drawn: the current one too
+            assert got == want, hunk_id
+        for block in view._hunks.values():
+            seed = rendered_body(block.body_key or ())
+            kept = block.strips.strips
             used += seed is not None and list(kept) == [seed[0]] and kept[seed[0]] is seed[1]
-        for hunk_view in view.query(HunkView):
-            whole = hunk_view.content
-            assert isinstance(whole, Content)
-            for width in (hunk_view.content_size.width, 37):
-                assert strips(hunk_view, hunk_view.visual, width) == strips(hunk_view, whole, width)
-            # a hunk has no links: drawn without Textual's link pass, it draws the same
-            assert not hunk_view.auto_links
-            hunk_view.set_reactive(HunkView.auto_links, True)
-            with_links = strips(hunk_view, whole, hunk_view.content_size.width)
-            hunk_view.set_reactive(HunkView.auto_links, False)
-            assert strips(hunk_view, hunk_view.visual, hunk_view.content_size.width) == with_links
         return used
 
 
@@ -101,18 +87,18 @@ def test_only_hunks_near_the_current_one_are_rendered_ahead():
     async def run() -> None:
         app = Host()
         diff_render._STRIPS.clear()
-        diff_render._TEMPLATE, HunkView.body_width = None, 0
+        diff_render._TEMPLATE, DiffView.body_width = None, 0
         async with app.run_test(size=(90, 30)) as pilot:
             view = app.query_one(DiffView)
             view.sync(hunks, {}, {}, contexts)
             for _ in range(100):
                 await pilot.pause(0.01)
-                if diff_render._TEMPLATE is not None and HunkView.body_width:
+                if diff_render._TEMPLATE is not None and DiffView.body_width:
                     break
             for current, near, far in ((0, [1, 9], [12, 15]), (14, [12, 15, 19], [3, 9])):
                 view.select(current)
                 diff_render._STRIPS.clear()
-                await asyncio.to_thread(warm_bodies, hunks, contexts, HunkView.body_width)
+                await asyncio.to_thread(warm_bodies, hunks, contexts, DiffView.body_width)
                 assert all(rendered_body(body_key(hunks[i], ([], []))) is not None for i in near), current
                 assert all(rendered_body(body_key(hunks[i], ([], []))) is None for i in far), current
 

@@ -94,7 +94,7 @@ async def test_a_key_pressed_mid_stream_is_drawn_in_the_next_loop_turn(demo_root
             await asyncio.sleep(0)  # one turn of the loop: Textual's own path needs several and a tick
             assert diff.current == expected
             assert displays.count == before + 1, "the key's frame is drawn at once"
-            assert "HunkView" in frames[-1], "with the hunks whose marker moved"
+            assert "DiffView" in frames[-1], "with the hunks whose marker moved"
             await pilot.pause(0.05)
             assert not any(frames[drawn_before + 1:]), "Textual finds nothing of the key's left to draw"
 
@@ -179,8 +179,7 @@ async def test_random_key_runs_end_on_the_clamped_walk_with_the_marker_drawn_the
                     await pilot.pause()
             await pilot.pause(0.05)
             assert diff.current == position, keys
-            marked = [view for view in diff.query("HunkView") if view.has_class("-current")]
-            assert [diff._views[diff.current_id]] == marked, keys
+            assert diff._marked == diff.current_id, keys  # drawn as the current hunk
 
 
 async def test_a_key_that_cannot_move_answers_in_its_own_frame(demo_root, core_url, monkeypatch):

@@ -118,15 +118,16 @@ async def _settle(pilot) -> None:
 
 
 def _drawn(app) -> list[tuple[str, str, str]]:
-    """(hunk id, state word, 'i/n') for each hunk widget, in the order they are drawn."""
-    from tui.widgets.diff_view import HunkView
+    """(hunk id, state word, 'i/n') for each hunk drawn, in the order they are drawn."""
+    from tui.widgets.diff_view import DiffView
 
+    view = app.query_one(DiffView)
     out = []
-    for view in app.query(HunkView):
-        key = getattr(view, "_key", None)
+    for hunk_id in view.drawn_hunks:
+        key = view._hunks[hunk_id].key
         if not key:
             continue
-        out.append((view.hunk_id, _state_word(key[1]), f"{key[2]}/{key[3]}"))
+        out.append((hunk_id, _state_word(key[1]), f"{key[2]}/{key[3]}"))
     return out
 
 
@@ -382,7 +383,7 @@ class LoopMachine(RuleBasedStateMachine):
             status = app.query_one("#status")
             from tui.widgets.diff_view import DiffView
 
-            notes = str(app.query_one(DiffView).query_one("#notes").render())
+            notes = app.query_one(DiffView).notes_text
             return _drawn(app), app.answer, str(status.render()), notes
 
         drawn, answer, status_text, notes = self.driver.call(snapshot)

@@ -73,11 +73,11 @@ async def test_a_fresh_answer_starts_from_zero_and_undo_puts_everything_back(dem
         await pilot.press("ctrl+z")
         await wait_for(pilot, lambda: not app.answer.applied, what="the undo")
         assert target.read_text() == before
-        notes = str(app.query_one(DiffView).query_one("#notes").render())
+        notes = app.query_one(DiffView).notes_text
         assert "restored invoicer/report.py" in notes, "the undo says what it restored, on screen"
         assert {s.value for s in app.answer.states().values()} == {"undecided"}
         assert status.note.startswith("0 accepted"), status.note
-        drawn = [str(v.render()) for v in app.query_one(DiffView).query("HunkView")]
+        drawn = [app.query_one(DiffView).hunk_text(h) for h in app.query_one(DiffView).drawn_hunks]
         assert not any("accepted" in d for d in drawn)
         # a fresh answer: nothing of the last one's counts or timing
         app.query_one("#prompt").focus()
@@ -97,7 +97,7 @@ async def test_a_failed_stream_says_so_in_the_diff_with_what_to_do(demo_root, co
 
         app.client.generate = gone
         await _ask(pilot, app)
-        notes = str(app.query_one(DiffView).query_one("#notes").render())
+        notes = app.query_one(DiffView).notes_text
         assert "error [disconnected]" in notes and "what to do" in notes
         assert "proposes no change" not in notes
         assert app.mode == "prompt", "nothing to decide: the prompt has focus to send again"
@@ -121,12 +121,12 @@ async def test_prose_collapsed_expands_with_p_and_steers_are_in_the_transcript(d
         app.answer.text = "I changed format_money.\nIt now wraps negatives in parentheses.\n" + app.answer.text
         app.answer.redirects.append("use google style")
         app._after_stream(app.answer)
-        prose = app.query_one(DiffView).query_one("#prose")
-        assert "the model says: I changed format_money." in str(prose.render())
-        assert "It now wraps negatives" not in str(prose.render()) and "p expands" in str(prose.render())
+        diff = app.query_one(DiffView)
+        assert "the model says: I changed format_money." in diff.prose_text
+        assert "It now wraps negatives" not in diff.prose_text and "p expands" in diff.prose_text
         await pilot.press("p")
-        assert "It now wraps negatives" in str(prose.render())
-        assert "steered: use google style" in str(app.query_one(DiffView).query_one("#notes").render())
+        assert "It now wraps negatives" in diff.prose_text
+        assert "steered: use google style" in app.query_one(DiffView).notes_text
 
 
 async def test_ctrl_g_reads_everything_typed_before_it(demo_root, core_url):

@@ -56,18 +56,18 @@ async def test_the_block_written_last_stays_until_the_final_hunks_replace_it(dem
     """Hidden as soon as the answer ended, the block being written cost a layout pass of the
     whole diff in the frame after the last token; it goes in the frame that draws the final
     hunks instead (never left on screen once the answer is shown)."""
-    from tui.widgets.diff_view import PendingBlock
+    from tui.widgets.diff_view import DiffView
 
     app = SparkApp(demo_root, core_url)
     async with app.run_test(size=(120, 40)) as pilot:
-        pending = app.query_one(PendingBlock)
+        diff = app.query_one(DiffView)
         run = AnswerRun(app.workspace, "a prompt", "spark")
         app._show_new_answer(run)
         app._stream = object()
         run.feed("invoicer/report.py\n```python\n<<<<<<< SEARCH\ndef format_money(amount: Decimal) -> str:\n", 20)
         app._dirty = True
         app._paint()
-        assert run.pending is not None and pending.display, "the block being written is shown"
+        assert run.pending is not None and diff.pending_text, "the block being written is shown"
         run.feed('    return f"{amount:,.2f}"\n=======\ndef format_money(amount: Decimal) -> str:\n'
                  '    return f"{amount:,.2f} EUR"\n>>>>>>> REPLACE\n```\n', 20)
         run.finish("stop")
@@ -75,7 +75,7 @@ async def test_the_block_written_last_stays_until_the_final_hunks_replace_it(dem
         app._dirty = True
         app._paint()
         await pilot.pause()
-        assert run.pending is None and pending.display, "kept until the final hunks are drawn"
+        assert run.pending is None and diff.pending_text, "kept until the final hunks are drawn"
         app._after_stream(run)
         await pilot.pause()
-        assert not pending.display and app.settled
+        assert diff.pending_text is None and app.settled

@@ -150,7 +150,7 @@ async def test_the_final_hunks_are_highlighted_off_the_ui_thread_for_the_theme_d
         run.finish("stop")
         await asyncio.wait_for(app._rebuild_now(final=True), 20)
         await pilot.pause()
-        assert len(app.query(app_module.HunkView)) == len(run.hunks) == 2
+        assert len(app.query_one(DiffView).drawn_hunks) == len(run.hunks) == 2
     assert converted and "MainThread" not in converted, converted
 
 
@@ -176,7 +176,7 @@ async def test_decisions_wait_for_the_final_review(demo_root, core_url, monkeypa
         app._show_new_answer(run)
         run.feed(BLOCK_REPORT + BLOCK_DATES, 20)
         await app._rebuild_now()  # drawn while streaming: the hunks are on screen, reviewed
-        assert len(app.query(app_module.HunkView)) == 2 and app.review is not None
+        assert len(app.query_one(DiffView).drawn_hunks) == 2 and app.review is not None
         run.finish("stop")
         final = asyncio.create_task(app._rebuild_now(final=True))
         assert await asyncio.to_thread(started.wait, 10), "the final review did not start"

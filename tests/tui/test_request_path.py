@@ -20,7 +20,7 @@ PROMPT = "format_money should show negative amounts in parentheses like accounta
 
 
 def _notes(app: SparkApp) -> str:
-    return str(app.query_one(DiffView).query_one("#notes").render())
+    return app.query_one(DiffView).notes_text
 
 
 async def test_the_request_leaves_before_the_screen_changes(demo_root, core_url):

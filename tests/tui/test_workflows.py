@@ -190,24 +190,24 @@ async def test_a_change_underneath_marks_the_hunk_stale_and_nothing_is_overwritt
                        what="the watcher to mark the hunk stale")
         stale = next(h for h in app.answer.hunks if app.answer.state(h.id).value == "stale")
         # the state changes in the recheck's thread; the diff is drawn when it is back on the loop
-        await wait_for(pilot, lambda: any(v.hunk_id == stale.id and "[stale]" in str(v.render())
-                                          for v in app.query_one(DiffView).query("HunkView")),
+        await wait_for(pilot, lambda: stale.id in app.query_one(DiffView).drawn_hunks
+                                          and "[stale]" in app.query_one(DiffView).hunk_text(stale.id),
                        what="the stale hunk to be drawn")
-        drawn = {v.hunk_id: str(v.render()) for v in app.query_one(DiffView).query("HunkView")}
+        drawn = {h: app.query_one(DiffView).hunk_text(h) for h in app.query_one(DiffView).drawn_hunks}
         assert "[stale]" in drawn[stale.id] and "changed on disk" in drawn[stale.id], "the reason is in the diff"
         await pilot.press("A")  # accepting a stale hunk refuses it, with its reason, and writes nothing
         await wait_for(pilot, lambda: app.answer.state(stale.id).value == "refused", what="the refusal")
         await pilot.pause(0.2)
         assert not app.answer.applied and report.read_text() == mine
         assert "accepted" not in app.query_one("#status").note.replace("0 accepted", "")
-        drawn = {v.hunk_id: str(v.render()) for v in app.query_one(DiffView).query("HunkView")}
+        drawn = {h: app.query_one(DiffView).hunk_text(h) for h in app.query_one(DiffView).drawn_hunks}
         assert "REFUSED" in drawn[stale.id]
         await pilot.press("R")  # r / R resolve it: the answer's one decision can be written
         # the test file's new import alone may be unused: then the check before writing says so
         await wait_for(pilot, lambda: app.answer.applied or app.answer.request_id in app._check_warned,
                        what="the write or the check's warning")
         if not app.answer.applied:
-            assert "w writes anyway" in str(app.query_one(DiffView).query_one("#notes").render())
+            assert "w writes anyway" in app.query_one(DiffView).notes_text
             await pilot.press("w")
         await wait_for(pilot, lambda: app.answer.applied, what="the apply")
     assert report.read_text() == mine, "the user's edit survives"

@@ -1,60 +1,59 @@
-"""The streaming diff view: one widget per hunk plus the block being written.
+"""The streaming diff as ONE line-API scroll view: blocks of kept strips, no widget per hunk.
 
-Hunks are added and updated by id, never re-rendered wholesale, so a long answer streaming
-at thousands of tokens per second costs one small repaint per frame; a hunk whose header
-changes (its number, state or badges) reuses its highlighted lines (diff_render's cache).
-tests/tui/test_diff_incremental.py checks that any sequence of syncs draws exactly what
-one sync of the last state into a fresh view draws.
+The diff was a Textual widget per hunk (a Static) inside a VerticalScroll: every new hunk was
+a mount (CSS, compose, a reflow of ~47 children), a frame after a sync that mounted hunks
+cost 26-28 ms of the UI thread, and every j/k re-composed each visible widget (issue 14:
+keys p99 80 ms during an answer's stream). Here the diff is drawn the way Textual's Log and
+DataTable are: one ScrollView whose `render_line(y)` takes line y from a list of blocks (the
+notes, each hunk, the block being written, the prose). Each block keeps its framed strips (its
+left border, padding and lines, as the hunk widget drew them) per width and per current / not
+current; a prefix sum of heights maps a line to its block. A sync that adds a hunk inserts a
+block and repaints only the lines on screen that changed; a header change repaints that
+header's lines; j/k restyles two blocks and scrolls. Nothing is mounted while an answer streams.
+
+The look is the hunk widgets' (component classes below hold their CSS): each hunk with a wide
+left border in $panel, $accent and a $boost background when current, padding 0 1, a blank line
+after it; the block being written with a wide $warning border; notes and prose muted.
+tests/tui/test_diff_view_screen.py and test_diff_incremental.py check that the screen after any sequence of syncs, selects and
+pending blocks is the screen of a fresh view synced once to the last state.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import replace
+from enum import Enum
 from typing import Any, ClassVar
 
 from rich.segment import Segment
 from rich.style import Style as RichStyle
 from rich.text import Text
 from textual import events
+from textual._border import get_box
+from textual._segment_tools import line_pad
 from textual.binding import Binding, BindingType
 from textual.color import Color
 from textual.content import Content
-from textual.css.styles import RulesMap
 from textual.geometry import Region, Size
 from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.scrollbar import ScrollBar
 from textual.strip import Strip
 from textual.style import Style
-from textual.visual import RenderOptions, Visual
-from textual.widget import Widget
-from textual.widgets import Static
+from textual.visual import RenderOptions, visualize
 
 from tui.widgets.diff_render import (
     body_content,
     body_key,
     head_content,
     hunk_head,
+    measure_height,
     pending_content,
     rendered_body,
     set_strip_template,
     set_view_window,
 )
-from tui.widgets.kept_lines import KeptLinesScroll
-
-
-def same_content(a: object, b: object) -> bool:
-    """Whether two contents for a Static draw the same (rich Text compares text, spans
-    and style; anything else by type and equality)."""
-    if isinstance(a, Text) and isinstance(b, Text):
-        return (a.plain, a.spans, a.style) == (b.plain, b.spans, b.style)
-    return type(a) is type(b) and a == b
-
-
-def update_if_changed(widget: Static, content: str | Text) -> None:
-    """Static.update, skipped when the widget shows exactly this already: each update asks
-    for a layout pass of the whole screen (3-15 ms of the UI thread), and an answer's start
-    set the notes, prose and verify panel again with what they already showed."""
-    if not same_content(widget.content, content):
-        widget.update(content)
+from tui.widgets.kept_lines import LineScrollBar
 
 
 def _opaque(color: Color | None) -> bool:
@@ -71,30 +70,6 @@ def _spans_opaque(content: Content) -> bool:
                 not (_opaque(style.background) and _opaque(style.foreground)):
             return False
     return True
-
-
-def _off_screen(widget: Widget) -> bool:
-    """Whether the screen's last arrangement left `widget` out of what is drawn (scrolled out
-    of view). Read from the compositor's kept maps, never rebuilt here."""
-    try:
-        return widget.is_mounted and widget not in widget.screen._compositor.visible_widgets
-    except Exception:  # noqa: BLE001 -- no screen (yet), or Textual changed: refresh as usual
-        return False
-
-
-def repaint_lines(widget: Widget, region: Region) -> None:
-    """widget.refresh(region), but for a widget scrolled out of view only its own caches are
-    marked (its next paint draws the region anew) and the screen is not told. A refresh of
-    such a widget made the screen's next update treat it as new (Compositor.update_widgets:
-    "not visible") and drop its map of every widget's place, rebuilt by a whole arrangement
-    (~1-3 ms of the UI thread) at the first place looked up after: while an answer streams
-    the block being written and most hunks' "i/total" headers change out of view in nearly
-    every frame (issue 14). It scrolls into view only through a scroll or a layout, and both
-    repaint what they move (tests/tui/test_diff_view_paint.py checks the screen)."""
-    if _off_screen(widget):
-        widget._set_dirty(region)  # Widget.refresh's repaint, without the Update message
-    else:
-        widget.refresh(region)
 
 
 class BodyStrips:
@@ -114,8 +89,8 @@ class BodyStrips:
 
     def get(self, key: tuple, style: Style, render) -> list[Strip]:
         """The strips for `key` (style at key[1]), from the cache, those the rebuild's thread
-        rendered (warm_bodies; it may have done so after this hunk was mounted), a restyle
-        or `render()`."""
+        rendered (warm_bodies; it may have done so after this hunk arrived), a restyle or
+        `render()`."""
         strips = self.strips.get(key)
         if strips is not None:
             return strips
@@ -157,184 +132,99 @@ class BodyStrips:
                       strip.cell_length) for strip in strips]
 
 
-class HunkVisual(Visual):
-    """A hunk drawn as its head's lines then its body's (what the joined content draws:
-    lines wrap one by one, and the head ends in a newline), the body's strips kept by the
-    widget per width and style (BodyStrips): a header change (its number as hunks arrive,
-    its badges after the review) re-renders the header's line, not the ~15 lines under it
-    (~2-3 ms per visible hunk, on the UI thread, at every sync while an answer streams)."""
+class Kind(Enum):
+    """What a block is: it decides the block's frame (component class) and where it goes."""
 
-    def __init__(self, head: Content, body: Content, cache: BodyStrips, current: bool = False) -> None:
-        self.head, self.body, self._cache, self._current = head, body, cache, current
-
-    def __str__(self) -> str:
-        """The text drawn (as str() of the joined content)."""
-        return self.head.plain + self.body.plain
-
-    def render_strips(self, width: int, height: int | None, style: Style,
-                      options: RenderOptions) -> list[Strip]:
-        if options.selection is not None:  # a mouse selection's offsets are the whole's
-            return (self.head + self.body).render_strips(width, height, style, options)
-        head = self.head.render_strips(width, None, style, options)[:-1]  # the line after its newline
-        above = self.head.plain.count("\n")  # the body's first line in the whole (mouse offsets)
-        get_rule = options.rules.get
-        rules = (get_rule("text_align", "left"), get_rule("text_overflow", "fold"), get_rule("text_wrap", "wrap"),
-                 get_rule("line_pad", 0))
-        key = (width, style, options.post_style, above, *rules)
-        if not self._current and options.post_style is None:  # how hunks are drawn: new ones are
-            set_strip_template(width, style, rules)  # rendered so beside their highlighting
-        body = self._cache.get(key, style, lambda: (Content("\n" * above) + self.body).render_strips(
-            width, None, style, options)[above:])
-        strips = head + body
-        return strips if height is None else strips[:height]
-
-    def get_optimal_width(self, rules: RulesMap, container_width: int) -> int:
-        return max(self.head.get_optimal_width(rules, container_width),
-                   self.body.get_optimal_width(rules, container_width))
-
-    def get_height(self, rules: RulesMap, width: int) -> int:
-        return self.head.get_height(rules, width) + self.body.get_height(rules, width) - 1
+    NOTES = "notes"
+    HUNK = "hunk"
+    PENDING = "pending"
+    PROSE = "prose"
 
 
-class HunkView(Static):
-    """One hunk of the proposal, with its state."""
+class Frame:
+    """How a block is framed, as Textual's styles cache frames a widget with these styles:
+    its content's style (the visual style a Static of the block would draw with), the inner
+    background (padding), the left border's segment, and the padding."""
 
-    DEFAULT_CSS = """
-    HunkView { padding: 0 1; margin: 0 0 1 0; border-left: wide $panel; }
-    HunkView.-current { border-left: wide $accent; background: $boost; }
-    """
+    __slots__ = ("gap", "inner", "left", "pad_left", "pad_right", "style")
 
-    body_width = 0  # the width hunks' lines were last laid out at (0: none yet)
-
-    def __init__(self, hunk_id: str) -> None:
-        super().__init__("")
-        # a hunk has no links: Textual's link pass copied every segment of every line drawn
-        # (~10% of a hunk's paint) and a mouse moving over it repainted it (hover style)
-        self.set_reactive(HunkView.auto_links, False)
-        self.hunk_id = hunk_id
-        self._key: tuple | None = None
-        self._body_key: tuple | None = None
-        self._body = Content("")
-        self._head = Content("")
-        self._whole: Content | None = Content("")  # head + body, joined when first asked for
-        self._body_strips = BodyStrips(self._body)  # HunkVisual's strips of the body
-        self._laid_width = 0  # the width the last layout measured this hunk at
-
-    def show(self, hunk, state: str, index: int, total: int, badges: str,
-             context: tuple[list[str], list[str]] = ([], []), reason: str = "") -> None:
-        # ids are content-stable; the context lines come from the file as it is now
-        key = (hunk.id, state, index, total, badges, reason, tuple(context[0]), tuple(context[1]))
-        if key == self._key:  # repaint only what changed
-            return
-        self._key = key
-        old_head, old_body = self._head, self._body
-        lines = body_key(hunk, context)
-        if lines != self._body_key:  # the lines: highlighted (cached) and converted once
-            self._body_key = lines
-            self._body = body_content(lines)
-            self._body_strips = BodyStrips(self._body, lines)
-        # the header changes far more often (its number as hunks arrive, its state, its
-        # badges): only it is converted again; the same content as render_hunk's Text
-        self._head = head_content(hunk_head(hunk, state, index, total, badges, reason))
-        # a header that takes as many lines as before at the width last laid out (a new
-        # number, state or badge; the lines the same) repaints this hunk only: a layout
-        # pass re-arranges every hunk (the review's and the checks' badges after the last
-        # token changed dozens of headers at once)
-        width = self._laid_width
-        rules: Any = self.styles  # as get_content_height measures
-        head_lines = self._head.get_height(rules, width) - 1 if width > 0 else 0  # less its newline
-        same_height = self._body is old_body and width > 0 and \
-            head_lines == old_head.get_height(rules, width) - 1
-        self._whole = None  # joined when drawn: see `content`
-        # (the width from the last layout: content_size asks the compositor for the region,
-        # which arranged the whole screen again when this sync had mounted hunks before it)
-        if same_height and self.is_mounted and self.outer_size.width - self.styles.gutter.width == width:
-            # and only the header's lines: a new hunk changes every hunk's "i/total" while an
-            # answer streams, and a whole repaint re-composed each visible hunk's ~15 lines
-            # (their strips are kept: the lines under the header draw the same)
-            repaint_lines(self, Region(0, 0, width, max(head_lines, 1)))
-        else:
-            self.refresh(layout=not same_height)
+    def __init__(self, style: Style, inner: RichStyle, left: Segment | None, pad_left: int,
+                 pad_right: int, gap: int) -> None:
+        self.style, self.inner, self.left = style, inner, left
+        self.pad_left, self.pad_right, self.gap = pad_left, pad_right, gap
 
     @property
-    def content(self) -> Content:
-        """Head and lines as one content (what the hunk draws: HunkVisual draws them apart),
-        joined when asked for: joining copies the lines' hundreds of spans, and the review's
-        badges change the header of every hunk at once (~0.3 ms each, on the UI thread)."""
-        if self._whole is None:
-            self._whole = self._head + self._body
-        return self._whole
+    def gutter(self) -> int:
+        """Cells left and right of the content (border and padding)."""
+        return (self.left is not None) + self.pad_left + self.pad_right
 
-    @content.setter
-    def content(self, content: object) -> None:
-        raise TypeError("a hunk is drawn from show(), not from a content set on it")
+    def frame(self, strips: list[Strip], width: int) -> list[Strip]:
+        """`strips` (content lines at `width`) with padding and the left border."""
+        inner, left, total = self.inner, self.left, width + self.gutter
+        out = []
+        for strip in strips:
+            line = line_pad(strip.adjust_cell_length(width, inner), self.pad_left, self.pad_right, inner)
+            out.append(Strip([left, *line] if left is not None else line, total))
+        return out
 
-    @property
-    def visual(self) -> HunkVisual:
-        return HunkVisual(self._head, self._body, self._body_strips, self.has_class("-current"))
-
-    def render(self) -> HunkVisual:
-        return self.visual
-
-    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        """The height of head + lines, without wrapping the whole hunk again: each layout
-        pass after a header change re-measured every changed hunk by wrapping all its lines
-        (most of the UI thread's time after an answer's last token). The lines' height is
-        remembered by their shared content; the head ends in a newline, so the whole is
-        the sum less one line (property-tested against the whole content's height)."""
-        if not width:
-            return 0
-        HunkView.body_width = width  # the rebuild's thread measures new hunks at it (warm_bodies)
-        self._laid_width = width
-        rules: Any = self.styles  # what Widget.get_content_height passes to a visual
-        return self._head.get_height(rules, width) + self._body.get_height(rules, width) - 1
+    def blank(self, width: int) -> Strip:
+        """An empty content line, framed (the block being written below its last line)."""
+        return self.frame([Strip.blank(width, self.style.rich_style)], width)[0]
 
 
-class PendingBlock(Widget):
-    """The block being written. Repaints in place each frame and asks for a new layout only
-    when its height changes: a layout pass costs more than the paint at 60 frames a second.
-    Its height grows in steps of HEIGHT_STEP lines (blank ones below the last line written):
-    grown a line at a time, nearly every frame of a stream was a layout of the whole diff
-    (appflow, 02:05: stream frame CPU ~18 -> ~11 ms with steps)."""
+class Block:
+    """One block of the diff: its contents, its framed lines (kept per width and current or
+    not), and its height at the view's width."""
 
-    HEIGHT_STEP = 8
+    __slots__ = (
+        "body",
+        "body_key",
+        "body_version",
+        "framed",
+        "head",
+        "head_lines",
+        "head_version",
+        "height",
+        "id",
+        "key",
+        "kind",
+        "shown",
+        "strips",
+    )
 
-    DEFAULT_CSS = """
-    PendingBlock { height: auto; padding: 0 1; border-left: wide $warning; }
-    """
+    def __init__(self, kind: Kind, block_id: str) -> None:
+        self.kind, self.id = kind, block_id
+        self.head: Content | None = None  # a hunk's header lines (ending in a newline)
+        self.body = Content("")
+        self.body_key: tuple | None = None
+        self.key: tuple | None = None  # what a hunk was last shown from (HunkView.show's key)
+        self.strips: BodyStrips = BodyStrips(self.body)
+        self.framed: dict[tuple, list[Strip]] = {}  # (width, current, epoch, part) -> lines
+        self.height = 0  # lines at the view's width, the gap below included (0: not laid out)
+        self.head_lines = 0
+        self.head_version = 0  # bumped when the header's lines change
+        self.body_version = 0  # ... the lines under it (or the whole of a block with no header)
+        self.shown = True
 
-    def __init__(self, **kwargs) -> None:
-        super().__init__(**kwargs)
-        self.set_reactive(PendingBlock.auto_links, False)  # no links (as HunkView)
-        self._content = Content("")
-        self._height = 0
-
-    def show(self, content: Content) -> None:
-        lines = content.plain.count("\n") + 1
-        height = -(-lines // self.HEIGHT_STEP) * self.HEIGHT_STEP
-        self._content = content
-        if height != self._height:
-            self.refresh(layout=True)
-        else:  # (its lines: the whole width, every line)
-            repaint_lines(self, Region(0, 0, 100_000, height))
-        self._height = height
-
-    def render(self) -> Content:
-        return self._content
-
-    def get_content_height(self, container, viewport, width: int) -> int:
-        return self._height
+    def text(self) -> str:
+        """The text the block draws (a hunk: its header and lines)."""
+        return (self.head.plain if self.head is not None else "") + self.body.plain
 
 
-class DiffView(KeptLinesScroll, can_focus=True):
-    """All hunks of the current answer, the pending block, and notes about the answer."""
+class DiffView(ScrollView, can_focus=True):
+    """All hunks of the current answer, the pending block, and notes about the answer,
+    drawn line by line from kept strips (see the module's docstring)."""
 
     DEFAULT_CSS = """
-    DiffView { height: 1fr; border: round $panel; scrollbar-gutter: stable; }
+    DiffView { height: 1fr; border: round $panel; scrollbar-gutter: stable; overflow-x: hidden; }
     DiffView:focus { border: round $accent; }
-    DiffView > #notes { color: $text-muted; padding: 0 1; }
-    DiffView > #prose { color: $text-muted; padding: 0 1; }
+    DiffView > .diff-lines--hunk { padding: 0 1; border-left: wide $panel; }
+    DiffView > .diff-lines--current { padding: 0 1; border-left: wide $accent; background: $boost; }
+    DiffView > .diff-lines--pending { padding: 0 1; border-left: wide $warning; }
+    DiffView > .diff-lines--muted { color: $text-muted; padding: 0 1; }
     """
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"diff-lines--hunk", "diff-lines--current", "diff-lines--pending",
+                                             "diff-lines--muted"}
 
     class TypeAhead(Message):
         """A character typed at the diff while an answer streams: it starts a redirect."""
@@ -363,24 +253,65 @@ class DiffView(KeptLinesScroll, can_focus=True):
     ]
     NAVIGATION_KEYS = "jk"
     REVIEW_KEYS = "?"  # printable keys that stay in the review even with nothing to decide
+    HEIGHT_STEP = 8  # the block being written grows in steps of this many lines (it jumped less)
+
+    body_width = 0  # the width hunks' lines were last laid out at (warm_bodies measures at it)
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.typeahead = False  # set by the app while an answer streams
         self.hunk_keys = False  # set by the app: single letters act on hunks (something to decide)
-        self._views: dict[str, HunkView] = {}
+        self._notes = Block(Kind.NOTES, "#notes")
+        self._pending = Block(Kind.PENDING, "#pending")
+        self._pending.shown = False
+        self._prose = Block(Kind.PROSE, "#prose")
+        self._hunks: dict[str, Block] = {}
         self._order: list[str] = []
+        self._blocks: list[Block] = [self._notes, self._pending, self._prose]
+        self._tops: list[int] = [0, 0, 0]  # each block's first line
+        self._width = 0  # the content width blocks are laid out at (0: not yet)
+        self._laid = -1  # the view's content region width that was laid out at
+        self._blank: Strip | None = None  # a line under no block
+        self._epoch = 0  # bumped when the styles blocks are framed with change
+        self._frames: dict[tuple[Kind, bool], Frame] = {}
+        self._notes_source: object = None
+        self._prose_source: object = None
+        self._pending_lines = 0  # lines of the block being written (its height is in steps)
         self._marked: str | None = None  # the hunk drawn as current
         self.current = 0
         self._near: frozenset[str] = frozenset()  # the hunks around the current one
-
-    def compose(self):
-        yield Static(Text("Type a request below and press Enter.", style="dim"), id="notes")
-        yield PendingBlock(id="pending")
-        yield Static("", id="prose")
+        self.repainted = 0  # lines refreshed by content changes (tests, benches)
+        self._notes_source = Text("Type a request below and press Enter.", style="dim")
 
     def on_mount(self) -> None:
-        self.query_one("#pending").display = False
+        super().on_mount()
+        self._set_content(self._notes, self._visual(self._notes_source))
+
+    # -- Textual ------------------------------------------------------------------------------
+    @property
+    def vertical_scrollbar(self) -> ScrollBar:
+        """The vertical scrollbar, a LineScrollBar (made as Widget.vertical_scrollbar makes one):
+        a scroll repaints only the bar's lines that change."""
+        if self._vertical_scrollbar is None:
+            bar = self._vertical_scrollbar = LineScrollBar(vertical=True, name="vertical",
+                                                           thickness=self.scrollbar_size_vertical)
+            bar.display = False
+            self.app._start_widget(self, bar)
+        return self._vertical_scrollbar
+
+    def notify_style_update(self) -> None:
+        """Styles or the theme changed: blocks are framed (and hunks' lines rendered) anew."""
+        super().notify_style_update()
+        if not hasattr(self, "_frames"):
+            return  # (styles set while the view is made)
+        self._frames.clear()
+        self._blank = None
+        self._epoch += 1
+        self._laid = -1
+        if self.is_mounted:
+            self._set_content(self._notes, self._visual(self._notes_source))
+            if self._prose_source is not None:
+                self._set_content(self._prose, self._visual(self._prose_source))
 
     def on_key(self, event: events.Key) -> None:
         # While streaming, decisions wait for the end; letters typed here are a redirect.
@@ -393,89 +324,370 @@ class DiffView(KeptLinesScroll, can_focus=True):
             event.prevent_default()
             self.post_message(self.TypeAhead(event.character))
 
-    # -- content -----------------------------------------------------------------------------
+    def on_resize(self, event: events.Resize) -> None:
+        self._relayout()
+
+    def render_line(self, y: int) -> Strip:
+        """Line y of the view's content region: the line of the block it falls in, or blank."""
+        width = self.scrollable_content_region.width
+        if width != self._laid:
+            self._relayout()
+        line = self._line(y + int(self.scroll_y))
+        if line is not None:
+            return line
+        blank = self._blank
+        if blank is None or blank.cell_length != width:  # (the view's background, as a container's)
+            blank = self._blank = Strip.blank(width, Style(background=self.background_colors[1]).rich_style)
+        return blank
+
+    # -- layout -------------------------------------------------------------------------------
+    def _frame(self, kind: Kind, current: bool) -> Frame:
+        """The frame of a block of `kind` at the view's styles now (kept until they change)."""
+        frame = self._frames.get((kind, current))
+        if frame is not None:
+            return frame
+        component = {Kind.NOTES: "diff-lines--muted", Kind.PROSE: "diff-lines--muted",
+                     Kind.PENDING: "diff-lines--pending"}.get(kind) or \
+            ("diff-lines--current" if current else "diff-lines--hunk")
+        styles = self.get_component_styles(component)
+        parent = self.visual_style
+        # as Widget.visual_style and background_colors accumulate a child's styles
+        base = self.background_colors[1]
+        background = parent.background if parent.background is not None else Color(0, 0, 0, 0)
+        color = parent.foreground if parent.foreground is not None else Color(255, 255, 255, 0)
+        text_background = background
+        own = base
+        if styles.has_rule("background"):
+            tinted = styles.background.tint(styles.background_tint)
+            text_background = background + tinted
+            background = background + tinted
+            own = base + tinted
+        if styles.has_rule("color"):
+            color = styles.color
+        if styles.has_rule("auto_color") and styles.auto_color:
+            color = text_background.get_contrast_text(color.a)
+        text = styles.text_style  # (a Rich style: None where the component does not say)
+
+        def flag(name: str) -> bool | None:
+            own = getattr(text, name)
+            return getattr(parent, name) if own is None else own
+
+        style = Style(background, color, bold=flag("bold"), dim=flag("dim"), italic=flag("italic"),
+                      reverse=flag("reverse"), underline=flag("underline"), strike=flag("strike"))
+        inner, outer = Style(background=base + own), Style(background=base)
+        edge, edge_color = styles.border_left
+        left = get_box(edge, inner, outer, Style(foreground=base + edge_color))[1][0] if edge else None
+        _, _, _, pad_left = styles.padding
+        pad_right = styles.padding.right
+        frame = Frame(style, inner.rich_style, left, pad_left, pad_right, 1 if kind is Kind.HUNK else 0)
+        self._frames[(kind, current)] = frame
+        return frame
+
+    def _content_width(self) -> int:
+        return max(1, self.scrollable_content_region.width - self._frame(Kind.HUNK, False).gutter)
+
+    def _relayout(self) -> None:
+        """Heights of every block at the width now, and the tops and virtual size from them."""
+        self._laid = self.scrollable_content_region.width
+        width = self._content_width()
+        if width != self._width:
+            self._width = width
+            DiffView.body_width = width
+            for block in self._blocks:
+                block.height = 0
+        self._place()
+
+    def _measure(self, block: Block) -> int:
+        """The block's height at the view's width, the gap below it included."""
+        width = self._width
+        if not block.shown or width <= 0:
+            return 0
+        rules: Any = self.styles
+        if block.kind is Kind.HUNK:
+            assert block.head is not None
+            block.head_lines = max(block.head.get_height(rules, width) - 1, 0)
+            return block.head_lines + measure_height(block.body, width) + 1
+        if block.kind is Kind.PENDING:
+            return -(-self._pending_lines // self.HEIGHT_STEP) * self.HEIGHT_STEP
+        return block.body.get_height(rules, width)
+
+    def _place(self) -> None:
+        """Tops of the blocks in order and the virtual size (a block's height measured when it
+        is not known at this width)."""
+        tops = []
+        y = 0
+        for block in self._blocks:
+            if block.height == 0 and block.shown:
+                block.height = self._measure(block)
+            tops.append(y)
+            y += block.height if block.shown else 0
+        self._tops = tops
+        size = Size(self.scrollable_content_region.width, y)
+        if size != self.virtual_size:
+            # what a layout pass does for a scroll view (ScrollView._size_updated), without the
+            # pass: setting virtual_size asked for a layout of the whole screen, and every sync
+            # that added a hunk changes it (a reflow and a full repaint of every widget on screen)
+            self.set_reactive(DiffView.virtual_size, size)
+            if self.is_mounted:
+                self._scroll_update(size)
+
+    def _find(self, y: int) -> tuple[Block, int] | None:
+        """The block line y (of the whole diff) falls in, and the line within it."""
+        index = bisect_right(self._tops, y) - 1
+        while index >= 0:
+            block = self._blocks[index]
+            if block.shown and block.height:
+                at = y - self._tops[index]
+                return (block, at) if at < block.height else None
+            index -= 1
+        return None
+
+    def _identity(self, y: int) -> tuple | None:
+        """What line y of the whole diff draws, as a value that changes when its cells do."""
+        found = self._find(y)
+        if found is None:
+            return None
+        block, at = found
+        current = block.kind is Kind.HUNK and block.id == self._marked
+        if block.head is not None and at < block.head_lines:
+            return (id(block), at, block.head_version, current)
+        return (id(block), at, block.body_version, current, block.head_lines)
+
+    def _visible(self) -> range:
+        top = int(self.scroll_y)
+        return range(top, top + self.scrollable_content_region.height)
+
+    def _screen_before(self) -> list[tuple | None]:
+        return [self._identity(y) for y in self._visible()]
+
+    def _repaint_changed(self, before: list[tuple | None]) -> None:
+        """Refresh the lines on screen whose identity changed since `before`."""
+        self._place()
+        visible = self._visible()
+        width = self.scrollable_content_region.width
+        start = None
+        for at, y in enumerate(visible):
+            changed = at >= len(before) or before[at] != self._identity(y)
+            if changed and start is None:
+                start = at
+            elif not changed and start is not None:
+                self.refresh(Region(0, start, width, at - start))
+                self.repainted += at - start
+                start = None
+        if start is not None:
+            self.refresh(Region(0, start, width, len(visible) - start))
+            self.repainted += len(visible) - start
+
+    # -- drawing ------------------------------------------------------------------------------
+    def _line(self, y: int) -> Strip | None:
+        found = self._find(y)
+        if found is None:
+            return None
+        block, at = found
+        width = self._width
+        if block.kind is Kind.HUNK:
+            current = block.id == self._marked
+            frame = self._frame(Kind.HUNK, current)
+            if at >= block.height - frame.gap:
+                return None
+            if at < block.head_lines:
+                return self._framed(block, frame, current, "head")[at]
+            lines = self._framed(block, frame, current, "body")
+            at -= block.head_lines
+            return lines[at] if at < len(lines) else frame.blank(width)
+        frame = self._frame(block.kind, False)
+        lines = self._framed(block, frame, False, "body")
+        return lines[at] if at < len(lines) else frame.blank(width)
+
+    def _framed(self, block: Block, frame: Frame, current: bool, part: str) -> list[Strip]:
+        width = self._width
+        key = (width, current, self._epoch, part)
+        lines = block.framed.get(key)
+        if lines is not None:
+            return lines
+        style = frame.style
+        rules: Any = self.styles  # (what Visual.to_strips passes: the widget's styles)
+        options = RenderOptions(self._get_style, rules, None, None)
+        if part == "head":
+            assert block.head is not None
+            strips = block.head.render_strips(width, None, style, options)[:block.head_lines]
+        elif block.kind is Kind.HUNK:
+            get_rule = self.styles.get_rule
+            rules = (get_rule("text_align", "left"), get_rule("text_overflow", "fold"),
+                     get_rule("text_wrap", "wrap"), get_rule("line_pad", 0))
+            render_key = (width, style, None, 1, *rules)  # HunkVisual's key (warm_bodies renders by it)
+            if not current:
+                set_strip_template(width, style, rules)
+            body = block.body
+            strips = block.strips.get(render_key, style, lambda: (Content("\n") + body).render_strips(
+                width, None, style, options)[1:])
+        else:
+            strips = block.body.render_strips(width, None, style, options)
+        lines = frame.frame(strips, width)
+        stale = [k for k in block.framed if k[3] == part and k[:3] != key[:3] and k[1] == current]
+        for k in stale:
+            del block.framed[k]
+        block.framed[key] = lines
+        return lines
+
+    # -- content ------------------------------------------------------------------------------
+    def _visual(self, content: object) -> Content:
+        visual = visualize(self, content)  # type: ignore[arg-type]  # as Static draws it
+        return visual if isinstance(visual, Content) else Content(str(content))
+
+    def _set_content(self, block: Block, content: Content) -> None:
+        """A block with no header shows `content` (notes, prose, the block being written)."""
+        block.body = content
+        block.body_version += 1
+        block.framed.clear()
+        block.height = 0
+
     def reset(self, note: str | Text = "") -> None:
-        for view in self._views.values():
-            view.remove()
-        self._views.clear()
+        before = self._screen_before()
+        self._hunks.clear()
         self._order = []
+        self._blocks = [self._notes, self._pending, self._prose]
         self._marked = None
         self.current = 0
-        self.set_notes(note)
-        self.set_pending(None)
-        self.set_prose("", False)
+        self._set_notes(note)
+        self._set_pending(None)
+        self._set_prose("", False)
+        self._repaint_changed(before)
 
     def set_prose(self, prose: str, expanded: bool) -> None:
         """The model's own words around its edits, under the answer: one line collapsed."""
-        widget = self.query_one("#prose", Static)
+        before = self._screen_before()
+        if self._set_prose(prose, expanded):
+            self._repaint_changed(before)
+
+    def _set_prose(self, prose: str, expanded: bool) -> bool:
         if not prose:
-            update_if_changed(widget, "")
-            return
-        lines = prose.splitlines()
-        if expanded:
-            update_if_changed(widget, Text("▾ the model says (p collapses)\n", style="bold") + Text(prose))
+            source: str | Text = ""
+        elif expanded:
+            source = Text("▾ the model says (p collapses)\n", style="bold") + Text(prose)
         else:
+            lines = prose.splitlines()
             more = f"  (+{len(lines) - 1} lines, p expands)" if len(lines) > 1 else ""
-            update_if_changed(widget, Text("▸ the model says: ", style="bold") + Text(lines[0][:200])
-                              + Text(more, style="dim"))
+            source = Text("▸ the model says: ", style="bold") + Text(lines[0][:200]) + Text(more, style="dim")
+        if _same(source, self._prose_source):
+            return False
+        self._prose_source = source
+        self._set_content(self._prose, self._visual(source))
+        return True
 
     def set_notes(self, note: str | Text) -> None:
-        update_if_changed(self.query_one("#notes", Static), note)
+        before = self._screen_before()
+        if self._set_notes(note):
+            self._repaint_changed(before)
+
+    def _set_notes(self, note: str | Text) -> bool:
+        if _same(note, self._notes_source):
+            return False
+        self._notes_source = note
+        self._set_content(self._notes, self._visual(note))
+        return True
 
     def set_pending(self, pending) -> None:
-        widget = self.query_one("#pending", PendingBlock)
+        before = self._screen_before()
+        self._set_pending(pending)
+        self._repaint_changed(before)
+
+    def _set_pending(self, pending) -> None:
+        block = self._pending
         if pending is None:
-            widget.display = False
+            block.shown = False
             return
-        widget.show(pending_content(pending))
-        widget.display = True
+        content = pending_content(pending)
+        self._pending_lines = content.plain.count("\n") + 1
+        block.shown = True
+        self._set_content(block, content)
+
+    @property
+    def notes_text(self) -> str:
+        """The text of the notes above the hunks."""
+        return self._notes.body.plain
+
+    @property
+    def prose_text(self) -> str:
+        """The text of the model's prose under the hunks."""
+        return self._prose.body.plain
+
+    @property
+    def pending_text(self) -> str | None:
+        """The block being written as drawn, None when none is shown."""
+        return self._pending.body.plain if self._pending.shown else None
+
+    @property
+    def drawn_hunks(self) -> list[str]:
+        """The ids of the hunks drawn, in the order drawn."""
+        return [block.id for block in self._blocks if block.kind is Kind.HUNK]
+
+    def hunk_text(self, hunk_id: str) -> str:
+        """The text drawn for a hunk: its header and lines."""
+        return self._hunks[hunk_id].text()
+
+    def hunk_region(self, hunk_id: str) -> Region:
+        """Where a hunk is in the whole diff (virtual lines, its content width)."""
+        index = self._blocks.index(self._hunks[hunk_id])
+        self._place()
+        block = self._blocks[index]
+        return Region(0, self._tops[index], self.scrollable_content_region.width, block.height)
+
+    def _show(self, block: Block, hunk, state: str, index: int, total: int, badges: str,
+              context: tuple[list[str], list[str]], reason: str) -> None:
+        key = (hunk.id, state, index, total, badges, reason, tuple(context[0]), tuple(context[1]))
+        if key == block.key:
+            return
+        block.key = key
+        lines = body_key(hunk, context)
+        if lines != block.body_key:  # the lines: highlighted (cached) and converted once
+            block.body_key = lines
+            block.body = body_content(lines)
+            block.strips = BodyStrips(block.body, lines)
+            block.body_version += 1
+            for k in [k for k in block.framed if k[3] == "body"]:
+                del block.framed[k]
+            block.height = 0
+        head = head_content(hunk_head(hunk, state, index, total, badges, reason))
+        if block.head is None or head.plain != block.head.plain or head.spans != block.head.spans:
+            old_lines = block.head_lines
+            block.head = head
+            block.head_version += 1
+            for k in [k for k in block.framed if k[3] == "head"]:
+                del block.framed[k]
+            if self._width and block.height and \
+                    max(head.get_height(self.styles, self._width) - 1, 0) != old_lines:  # type: ignore[arg-type]
+                block.height = 0
 
     def sync(self, hunks: list, states: dict[str, str], badges: dict[str, str] | None = None,
              contexts: dict[str, tuple[list[str], list[str]]] | None = None,
              reasons: dict[str, str] | None = None) -> None:
-        """Make the hunk widgets match `hunks` (by id, in that order), mounting only new ones."""
+        """Make the hunk blocks match `hunks` (by id, in that order): new ones inserted, changed
+        ones drawn anew, and only the lines on screen that changed repainted."""
         badges = badges or {}
         contexts = contexts or {}
         reasons = reasons or {}
+        before = self._screen_before()
         ids = [h.id for h in hunks]
-        for gone in [hid for hid in self._views if hid not in ids]:
-            self._views.pop(gone).remove()
-        pending = self.query_one("#pending")
-        # new hunks are mounted where they belong, before the next hunk already drawn (an
-        # answer's blocks rotate over files: most new hunks land among the others, and
-        # moving every hunk into place cost a move per hunk), consecutive ones together
-        groups: list[tuple[Widget, list[HunkView]]] = []
-        anchor: Widget = pending
-        group: list[HunkView] = []
-        for hunk in reversed(hunks):
-            if hunk.id in self._views:
-                if group:
-                    groups.append((anchor, group[::-1]))
-                    group = []
-                anchor = self._views[hunk.id]
-            else:
-                view = HunkView(hunk.id)
-                self._views[hunk.id] = view
-                group.append(view)
-        if group:
-            groups.append((anchor, group[::-1]))
-        for before, views in groups:
-            self.mount(*views, before=before)
-        drawn = [child.hunk_id for child in self.children if isinstance(child, HunkView)]
-        if drawn != ids:  # a re-diff reordered drawn hunks: draw in the answer's order
-            for hid in ids:
-                self.move_child(self._views[hid], before=pending)
+        known = self._hunks
+        kept = {hid: known[hid] for hid in ids if hid in known}
+        for hunk in hunks:
+            if hunk.id not in kept:
+                kept[hunk.id] = Block(Kind.HUNK, hunk.id)
+        self._hunks = kept
+        if ids != self._order:
+            self._blocks = [self._notes, *(kept[hid] for hid in ids), self._pending, self._prose]
         self._order = ids
         total = len(ids)
         for index, hunk in enumerate(hunks, start=1):
-            self._views[hunk.id].show(hunk, states.get(hunk.id, "undecided"), index, total,
-                                      badges.get(hunk.id, ""), contexts.get(hunk.id, ([], [])),
-                                      reasons.get(hunk.id, ""))
+            self._show(kept[hunk.id], hunk, states.get(hunk.id, "undecided"), index, total,
+                       badges.get(hunk.id, ""), contexts.get(hunk.id, ([], [])), reasons.get(hunk.id, ""))
         if self._order:
             self.current = min(self.current, len(self._order) - 1)
         self._mark_current()
+        self._repaint_changed(before)
 
-    # -- navigation --------------------------------------------------------------------------
+    # -- navigation ---------------------------------------------------------------------------
     @property
     def current_id(self) -> str | None:
         return self._order[self.current] if self._order else None
@@ -483,24 +695,24 @@ class DiffView(KeptLinesScroll, can_focus=True):
     def select(self, index: int) -> None:
         if not self._order:
             return
+        before = self._screen_before()
         self.current = max(0, min(index, len(self._order) - 1))
         self._mark_current()
-        # at once, in the frame that draws the new current hunk (deferred, it took a second
-        # full-screen render a frame later: two renders per j/k press)
-        self._views[self._order[self.current]].scroll_visible(animate=False, immediate=True)
+        self._repaint_changed(before)
+        # at once, in the frame that draws the new current hunk (with the blank line under it,
+        # as a hunk widget's margin was scrolled into view)
+        self.scroll_to_region(self.hunk_region(self._order[self.current]), animate=False, immediate=True)
 
     def _mark_current(self) -> None:
-        """Only the hunk that was current and the one that is now change class: a loop over
-        every hunk's set_class cost ~2 ms of each j/k press with 47 hunks (a held key
-        repeats every 30-40 ms, while an answer streams too)."""
-        want = self.current_id
-        marked = self._marked
-        if marked is not None and marked != want and marked in self._views:
-            self._views[marked].remove_class("-current")
-        if want is not None:
-            self._views[want].add_class("-current")
-        self._marked = want
-        # the hunks that j/k bring into view next: their lines are rendered beside the
-        # highlighting (warm_bodies), not at their first paint on this thread
+        """The hunk drawn as current; the hunks that j/k bring into view next have their lines
+        rendered beside the highlighting (warm_bodies), not at their first paint here."""
+        self._marked = self.current_id
         self._near = frozenset(self._order[max(0, self.current - 2):self.current + 10])
-        set_view_window(self._near, frozenset(self._views))
+        set_view_window(self._near, frozenset(self._hunks))
+
+
+def _same(a: object, b: object) -> bool:
+    """Whether two contents draw the same (rich Text compares text, spans and style)."""
+    if isinstance(a, Text) and isinstance(b, Text):
+        return (a.plain, a.spans, a.style) == (b.plain, b.spans, b.style)
+    return type(a) is type(b) and a == b
