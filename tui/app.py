@@ -39,7 +39,6 @@ from core.verify.fixloop import FixRun
 from core.verify.session import VerifySession
 from core.workstation import ReviewSuperseded, Workstation
 from themes import DEFAULT_THEME, register_themes
-from tui.full_map import keep_full_map
 from tui.key_first import KeyFirstScreen, KeyQueue, navigation_binding, passes_key
 from tui.key_frame import draw_now, take_refreshes
 from tui.palette import WorkstationCommands
@@ -117,7 +116,6 @@ class SparkApp(App):
 
         # the cached repo map is read while the screen is built (issue 14)
         first_frame_shown = preload(Path(root), map_after_frame=True)
-        keep_full_map()  # a layout pass's map of every widget stays valid (tui/full_map.py)
         super().__init__()
         self._first_frame_shown = first_frame_shown  # tells the indexes their warm-up may start
         self.root = Path(root)
