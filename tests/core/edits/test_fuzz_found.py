@@ -94,6 +94,13 @@ CASES = [
         # fence while its counts wanted more: a hunk cut short, a different edit
         f"{F}patch\n--- a/r.md\n+++ b/r.md\n@@ -1,2 +1,1 @@\n-\n {F}\n{F}\n",
         [("r.md", "\n```\n", "```\n")], set(), id="context-fence-line-in-a-fenced-diff"),
+    pytest.param(
+        # a stray ~~~ after the path line, then the block's own ~~~~~python fence (which
+        # cannot open inside it): the block went to the previous block's file
+        "a.py\n<<<<<<< SEARCH\nx\n=======\n>>>>>>> REPLACE\n### b.py\n~~~\n~~~~~python\n"
+        "<<<<<<< SEARCH\ny\n=======\nz\n>>>>>>> REPLACE\n~~~~~\n",
+        [("a.py", "x\n", ""), ("b.py", "y\n", "z\n")], set(),
+        id="stray-fence-between-a-path-line-and-its-longer-fence"),
 ]
 
 
