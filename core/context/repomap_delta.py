@@ -349,24 +349,32 @@ def apply_edit(graph: MapGraph, edit: MapEdit) -> MapGraph:
     dangling = np.zeros(lay.size, dtype=bool)
     dangling[nmap[kept]] = g.dangling[kept]
     dangling[rows] = lens == 0
-    renumber = lay.size != g.size or edit.op != "edit"
-    pieces: list[tuple[int, np.ndarray, np.ndarray]] = []  # (first new node, dst, weight)
+    renumber = edit.op != "edit" or bool(edit.added) or bool(edit.removed)
+    # each kept run of rows and each new row written straight into the new arrays (the
+    # runs' targets renumbered on the way): one pass over the 2.4 million edges of a real
+    # 20k tree for each column, GIL released
+    new_offsets = np.zeros(lay.size + 1, dtype=np.int64)
+    np.cumsum(new_degree, out=new_offsets[1:])
+    new_dst = np.empty(int(new_offsets[-1]), dtype=np.int64)
+    new_weight = np.empty(int(new_offsets[-1]))
     for lo, hi in _runs(kept, nmap[kept]):
         a, b = int(offsets[lo]), int(offsets[hi])
-        dst = nmap[g.dst[a:b]] if renumber or len(edit.removed) or len(edit.added) else g.dst[a:b]
-        pieces.append((int(nmap[lo]), dst, g.weight[a:b]))
+        x = int(new_offsets[nmap[lo]])
+        if renumber:
+            np.take(nmap, g.dst[a:b], out=new_dst[x:x + b - a], mode="clip")
+        else:
+            new_dst[x:x + b - a] = g.dst[a:b]
+        new_weight[x:x + b - a] = g.weight[a:b]
     ends = edit.row_ends.tolist()
     for k, node in enumerate(rows.tolist()):
         a = ends[k - 1] if k else 0
-        pieces.append((node, edit.dst[a:ends[k]], edit.weight[a:ends[k]]))
-    pieces.sort(key=lambda p: p[0])
-    new_dst = np.concatenate([p[1] for p in pieces]) if pieces else np.zeros(0, dtype=np.int64)
-    if len(new_dst) and int(new_dst.min()) < 0:
+        x = int(new_offsets[node])
+        new_dst[x:x + ends[k] - a] = edit.dst[a:ends[k]]
+        new_weight[x:x + ends[k] - a] = edit.weight[a:ends[k]]
+    if renumber and len(new_dst) and int(new_dst.min()) < 0:
         raise ValueError("a map edit left an edge to a node that is gone")
     new_graph = Graph(size=lay.size, src=np.repeat(np.arange(lay.size, dtype=np.int64), new_degree),
-                      dst=new_dst.astype(np.int64, copy=False),
-                      weight=np.concatenate([p[2] for p in pieces]) if pieces else np.zeros(0),
-                      dangling=dangling, degree=new_degree)
+                      dst=new_dst, weight=new_weight, dangling=dangling, degree=new_degree)
     # the definition rows: the file's spliced (inserted, replaced or dropped), every other
     # row renumbered; a name whose number of defining files changed gets its new share
     i = edit.file
@@ -396,7 +404,7 @@ def apply_edit(graph: MapGraph, edit: MapEdit) -> MapGraph:
         hit = np.flatnonzero(np.isin(def_ident, edit.share))
         def_share[hit] = 1.0 / new_degree[def_ident[hit]]
     files = lay.files
-    file_index = {rel: k for k, rel in enumerate(files)} if edit.op != "edit" else graph.file_index
+    file_index = dict(zip(files, range(len(files)))) if edit.op != "edit" else graph.file_index
     def_name = _splice_strings(graph.def_name, a, b, edit.names)
     def_kind = _splice_strings(graph.def_kind, a, b, edit.kinds)
     def_text = _splice_strings(graph.def_text, a, b, edit.texts)
