@@ -435,7 +435,7 @@ class MapIndex:
         self.sole_of = np.zeros(0, dtype=np.int64)
         self._seen: dict[str, FileFacts] = {}  # the scans in _all_refs
         self._all_refs = np.zeros(0, dtype=np.int32)
-        self._ref_owner = np.zeros(0, dtype=np.int64)
+        self._ref_owner = np.zeros(0, dtype=np.int32)
         self._ref_rels: list[str] = []
 
     def _sync(self, graph: MapGraph) -> None:
@@ -501,7 +501,7 @@ class MapIndex:
         self._ref_rels = rels
         counts = np.fromiter((len(f.refs) for f in facts), np.int64, len(facts))
         self._all_refs = np.concatenate([f.refs for f in facts]) if facts else np.zeros(0, dtype=np.int32)
-        self._ref_owner = np.repeat(np.arange(len(rels), dtype=np.int64), counts)
+        self._ref_owner = np.repeat(np.arange(len(rels), dtype=np.int32), counts)  # (5.7 M refs: real 20k)
 
     def update(self, graph: MapGraph, rel: str, facts: FileFacts | None) -> tuple[MapGraph, MapEdit] | None:
         """The map with `rel`'s new scan (`facts`; None: the file is gone) and the edit that

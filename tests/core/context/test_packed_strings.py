@@ -56,3 +56,29 @@ def test_a_splice_copies_one_block_not_the_column():
     same = sum(x is y for x, y in zip(packed._blocks, out._blocks))
     assert packed.blocks == out.blocks == 10 and same == 9
     assert out[5000] == "def g(y):" and out[5001] == "def h(z):" and out[5002] == items[5001]
+
+
+def test_a_map_with_blocked_columns_survives_its_snapshot_file(tmp_path, monkeypatch):
+    """The map's snapshot (the indexer stores it; the app and a second launch read it, with
+    and without copies of its buffers) gives back every column's items and blocks."""
+    from core.context import repomap
+    from core.context import tags as tagmod
+    from core.indexing.cache import read_snapshot_file, write_snapshot_file
+
+    monkeypatch.setattr(repomap, "PACKED_BLOCK_ROWS", 3)
+    vocab = repomap.RefVocab()
+    scans = {f"m{k}.py": repomap.FileFacts.pack(
+        "python", [tagmod.Definition(f"fé_{k}_{j}", "function", j + 1, 0, f"def fé_{k}_{j}():") for j in range(4)],
+        vocab.encode({b"x"})) for k in range(5)}
+    graph = repomap.build_graph(scans, vocab, exact=True)
+    assert graph.def_text.blocks > 1
+    file = tmp_path / "map.snap"
+    write_snapshot_file(file, "/root", "map", b"k", graph)
+    for copy in (False, True):
+        found = read_snapshot_file(file, "/root", "map", copy=copy)
+        assert found is not None
+        got = found[1]
+        for col in ("def_name", "def_kind", "def_text"):
+            want = getattr(graph, col)
+            _check(getattr(got, col), [want[k] for k in range(len(want))])
+            assert getattr(got, col).blocks == want.blocks
