@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 
 CHILD_CHECK_WAIT_S = 5.0  # a duplicate check the check worker has not answered by then: here
+WARM_CHECKS_AFTER_S = 3.0  # the longest the check worker's start waits for the indexes (build_indexes)
 _MEMO_SERIALS = itertools.count()  # names the answers' memos (the check worker keeps twins of them)
 
 
@@ -178,8 +179,6 @@ class Workstation:
         from core.indexing.service import attach
 
         worker = shared()
-        if worker is not None:
-            worker.warm()  # the first answer's review does not wait for its start
         service = attach(self)
         # files changed between the tree's listing and the watcher's start: the indexer's
         # recheck finds them; the check worker's copy of the index must hear of them too
@@ -191,6 +190,13 @@ class Workstation:
                 pass
             if service.snapshot().mode == "thread":
                 self._dups_to_child(worker.dups)
+            # started now, the first answer's review does not wait for it (~0.2 s of imports);
+            # not before the indexes are ready (a second launch: within ~1 s) or
+            # WARM_CHECKS_AFTER_S have passed: begun at the app's start, those imports ran
+            # beside its first frame and the indexer's start (r20k: 0.06-0.08 s of CPU at
+            # nice 0 by "duplicates ready", the niced indexer's own being 0.2 s)
+            service.wait(WARM_CHECKS_AFTER_S)
+            worker.warm()
         service.wait()
 
     def _dups_to_child(self, worker: CheckWorker) -> None:
