@@ -405,7 +405,9 @@ class DiffView(ScrollView, can_focus=True):
         rules: Any = self.styles
         if block.kind is Kind.HUNK:
             assert block.head is not None
-            block.head_lines = max(block.head.get_height(rules, width) - 1, 0)
+            # (measured as a hunk's lines are: no line wider than the width -> its line count,
+            # without wrapping it; every header changes at every sync while an answer streams)
+            block.head_lines = max(measure_height(block.head, width) - 1, 0)
             return block.head_lines + measure_height(block.body, width) + 1
         if block.kind is Kind.PENDING:
             return -(-self._pending_lines // self.HEIGHT_STEP) * self.HEIGHT_STEP
@@ -656,7 +658,7 @@ class DiffView(ScrollView, can_focus=True):
             for k in [k for k in block.framed if k[3] == "head"]:
                 del block.framed[k]
             if self._width and block.height and \
-                    max(head.get_height(self.styles, self._width) - 1, 0) != old_lines:  # type: ignore[arg-type]
+                    max(measure_height(head, self._width) - 1, 0) != old_lines:
                 block.height = 0
 
     def sync(self, hunks: list, states: dict[str, str], badges: dict[str, str] | None = None,
