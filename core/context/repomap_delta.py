@@ -327,6 +327,16 @@ def apply_edit(graph: MapGraph, edit: MapEdit) -> MapGraph:
     """`graph` renumbered and with the edit's rows and file spliced in: a new map numbered
     `edit.serial` (`graph` is left as it was). Raises ValueError when the edit does not fit
     the map (an edge left pointing at a node that is gone)."""
+    return apply_mapped(graph, edit)[0]
+
+
+def apply_mapped(graph: MapGraph, delta: MapDelta | MapEdit) -> tuple[MapGraph, np.ndarray | None]:
+    """`apply_delta`, and where the nodes moved (an edit) each old node's new number (-1:
+    gone); None when they did not. The app starts the new map's ranking from the old one's
+    through it (RepoMap._solver_for)."""
+    if isinstance(delta, MapDelta):
+        return apply_delta(graph, delta), None
+    edit = delta
     lay = _layout(graph, edit.op, edit.rel, edit.file, edit.added, edit.removed)
     g = graph.graph
     nmap = lay.nmap
@@ -416,7 +426,7 @@ def apply_edit(graph: MapGraph, edit: MapEdit) -> MapGraph:
     def_in_tests = splice(graph.def_in_tests, np.full(n, is_test_path(edit.rel), dtype=bool))
     return MapGraph(files, file_index, IdentIndex(lay.names, len(files)), new_graph, new_starts,
                     def_name, def_kind, def_text, def_line, def_depth, def_file, def_ident, def_share,
-                    def_scale, def_factor, def_in_tests, exact=graph.exact, serial=edit.serial)
+                    def_scale, def_factor, def_in_tests, exact=graph.exact, serial=edit.serial), nmap[:-1]
 
 
 class MapIndex:
