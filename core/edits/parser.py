@@ -289,6 +289,7 @@ class StreamingParser:
         self._line_no = 0
         self._prev_line = ""  # last non-blank complete line seen outside a block
         self._prev2 = ""  # the non-blank line _remember saw before _prev_line
+        self._long_close = False  # the last fence closed was a block's, by a longer line
         self._last_path: str | None = None
         self._block: _Block | None = None
         self._fence: _Fence | None = None
@@ -436,6 +437,9 @@ class StreamingParser:
             if fl is not None and _closes(f.marker, fl):
                 self._fence = None
                 self._remember(line)
+                # a longer fence line after a block closes its fence, but was meant to
+                # open the next block's (its fence's closing line was lost)
+                self._long_close = f.had_block and len(fl.marker) > len(f.marker)
                 return self._close_fence(f)
             if not f.had_block and not f.body and not f.lang and (
                     line.startswith("diff --git ") or line.startswith("--- ")
@@ -543,6 +547,9 @@ class StreamingParser:
     def _open_block(self) -> None:
         f = self._fence
         named = self._prev_line
+        if f is None and self._long_close and _fence_line(named) is not None \
+                and clean_path(self._prev2, self.exists):
+            named = self._prev2  # "1. `b.py`", "~~~~" (closing a ~~~ fence), SEARCH
         inner = _fence_line(named) if f is not None else None
         if inner is not None:
             # a path line (or a lone word), then a fence line that could not open a fence

@@ -101,6 +101,14 @@ CASES = [
         "<<<<<<< SEARCH\ny\n=======\nz\n>>>>>>> REPLACE\n~~~~~\n",
         [("a.py", "x\n", ""), ("b.py", "y\n", "z\n")], set(),
         id="stray-fence-between-a-path-line-and-its-longer-fence"),
+    pytest.param(
+        # a block's closing ~~~ lost; the next block's longer ~~~~ closes its fence after
+        # the path line: that block went to the previous block's file (a.py)
+        "~~~text a.py\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n"
+        "Now update b.py as well.\n1. `b.py`\n~~~~\n<<<<<<< SEARCH\n=======\nz\n"
+        ">>>>>>> REPLACE\n~~~~\n",
+        [("a.py", "x\n", "y\n"), ("b.py", "", "z\n")], set(),
+        id="longer-fence-closing-a-block-whose-closing-line-was-lost"),
 ]
 
 
