@@ -26,6 +26,7 @@ from textual import events, on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
+from textual.css.query import NoMatches
 from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.widgets import Input
@@ -292,9 +293,11 @@ class SparkApp(App):
             prompt.hand_over(diff, self._review_key)
 
     def _to_prompt(self, text: str = "") -> None:
+        """The prompt gets the focus (and `text`, a redirect's first letter). At once, not at
+        Widget.focus's callback: the next key the App reads goes to the prompt, after this one."""
         prompt = self.query_one("#prompt", PromptInput)
         prompt.stop_handing()  # the keys after this one are typed, as after any redirect
-        prompt.focus()
+        prompt.screen.set_focus(prompt)
         if text:
             prompt.insert_text_at_cursor(text)
 
@@ -879,7 +882,13 @@ class SparkApp(App):
             return
         if self.keys_first("paint"):
             return  # a key is queued: it goes first (this timer's next tick paints)
-        run = self.answer
+        try:
+            self._paint_answer(self.answer)
+        except NoMatches:  # the app is closing: its screen's widgets go before this timer
+            pass
+
+    def _paint_answer(self, run: AnswerRun) -> None:
+        """The block being written and the live numbers (see _paint)."""
         if self._dirty:
             self._dirty = False
             if not run.finished:  # once it has ended, the block written last stays until the

@@ -79,6 +79,16 @@ async def _drawn_fresh(app: _Recorded, pilot) -> tuple[dict, dict]:
     return before, app.terminal.region(app.query_one(DiffView).region)
 
 
+def _rows_differing(before: dict, fresh: dict) -> str:
+    """The rows whose cells differ: the terminal's text, then the full redraw's."""
+    rows = sorted({y for (x, y) in before.keys() | fresh.keys() if before.get((x, y)) != fresh.get((x, y))})
+
+    def text(cells: dict, y: int) -> str:
+        return "".join(cells.get((x, y), ("?", ""))[0] for x in range(max(x for x, _ in cells) + 1))
+
+    return "\n".join(f"{y}: {text(before, y)!r}\n{y}  {text(fresh, y)!r}" for y in rows[:8])
+
+
 async def _idle(app: SparkApp, pilot) -> None:
     await wait_for(pilot, lambda: not app._keys.waiting() and not app._schedule.running
                    and not app._sync_held, what="the keys handled and the passes drawn")
@@ -186,7 +196,7 @@ async def test_a_queued_key_goes_before_the_streams_frame(demo_root, core_url, m
     """The screen's own frame waits while a key is queued; the key's frame draws both."""
     app = _Recorded(demo_root, core_url)
     async with app.run_test(size=(120, 30)) as pilot:
-        run, diff = await _streaming(app, pilot)
+        await _streaming(app, pilot)
         status_changed = app.query_one("#status")
         status_changed.refresh()  # something of the stream's to draw at the screen's tick
         app.screen.check_idle()
@@ -258,10 +268,9 @@ async def _interleave(root, url, plan) -> None:
         # four after every hunk is shown land where they lead from wherever the stream left it
         position = diff.current
         assert 0 <= position < len(FUNCTIONS) and keys
-        marked = [view for view in diff.query("HunkView") if view.has_class("-current")]
-        assert [diff._views[diff.current_id]] == marked
+        assert diff._marked == diff.current_id, "drawn as the current hunk"
         before, fresh = await _drawn_fresh(app, pilot)
-        assert before == fresh, "the terminal shows what a fresh full draw shows"
+        assert before == fresh, f"the terminal shows what a full redraw shows:\n{_rows_differing(before, fresh)}"
 
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
@@ -304,3 +313,53 @@ async def test_keys_are_handled_in_the_order_pressed_as_textuals_own_path_handle
                 ends.append((diff.current, app._prose_expanded, prompt.value,
                              type(app.focused).__name__))
             assert ends[0] == ends[1], burst
+
+
+async def test_the_final_state_is_drawn_once_in_one_frame_while_keys_come(demo_root, core_url, monkeypatch):
+    """A real answer (the demo's replay) with j pressed every few ms from its first token until it
+    settled: no frame is drawn between the final state's draw and its end (notes, selection,
+    focus, settled): the final state reaches the terminal in one frame, with the keys' effects."""
+    from tests.tui.test_answer_end import FIRST, _type_and_send
+
+    app = _Recorded(demo_root, core_url)
+    marks: list[str] = []
+    sync, after = SparkApp._sync_diff, SparkApp._after_stream
+
+    def synced(self) -> None:
+        if self.answer is not None and self._schedule.final_built is self.answer and not self.settled:
+            marks.append("final draw")
+        sync(self)
+
+    def ended(self, run) -> None:
+        marks.append("end")
+        after(self, run)
+        marks.append("settled")
+
+    monkeypatch.setattr(SparkApp, "_sync_diff", synced)
+    monkeypatch.setattr(SparkApp, "_after_stream", ended)
+    display = app._display
+
+    def displayed(screen, renderable) -> None:
+        if renderable is not None:
+            marks.append("frame")
+        display(screen, renderable)
+
+    monkeypatch.setattr(app, "_display", displayed)
+    async with app.run_test(size=(150, 44)) as pilot:
+        await wait_for(pilot, lambda: app.client is not None, what="core connection")
+        await _type_and_send(pilot, FIRST)
+        await wait_for(pilot, lambda: app.answer is not None and app.answer.stats.first_token is not None,
+                       what="the first token")
+        run = app.answer
+        pressed = 0
+        while not (run.finished and app.settled) and pressed < 2000:
+            app.post_message(events.Key("j", "j"))
+            pressed += 1
+            await asyncio.sleep(0.004)
+        await _idle(app, pilot)
+        assert "final draw" in marks and "settled" in marks
+        window = marks[marks.index("final draw"):marks.index("settled")]
+        assert "frame" not in window, f"a frame between the final draw and the answer's end: {window}"
+        assert "frame" in marks[marks.index("settled"):], "the final state drawn"
+        before, fresh = await _drawn_fresh(app, pilot)
+        assert before == fresh
