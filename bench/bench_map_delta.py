@@ -2,14 +2,26 @@
 rebuild it replaces, measured in the same run on the same scans.
 
 For each tree (a generated 2,000-file tree, and SPARK_BENCH_MAP_TREE when set, e.g.
-/tmp/launch16/real20k) every source file is scanned as the indexer does, the map built
-whole (median of 3: the baseline, what every save cost before), then 20 files each get a
-body edit (a comment line on top: every definition's line moves, names and references
-stay) and are spliced in. Printed: ms per whole build and per delta (CPU), their ratio,
-and the bytes a save sends the app (the delta's pickle against the whole map's arrays and
-pickle). Every spliced map is checked equal to a whole build of the same scans.
+/tmp/launch16/real20k; with SPARK_CACHE_DIR set the scans come from that cache, as the
+indexer's do) every source file is scanned as the indexer does and the map built whole
+(median of 3: the baseline, what such a save cost before). Then, one kind of save at a
+time, 5 files each:
 
-    SPARK_BENCH_MAP_TREE=/tmp/launch16/real20k python -m bench map_delta
+- body: a comment line on top (every definition's line moves; names and references stay):
+  a MapDelta;
+- new def: a top-level def with a fresh name appended;
+- renamed def: the file's first def renamed (a name gone, a new one);
+- new file: a module defining a fresh name and calling a common one;
+- deleted file.
+
+The last four are MapEdits (before this change: a whole build and the whole map each).
+Printed per kind: the indexer's CPU per save (make + apply), the bytes sent to the app,
+and the app's CPU to take it (unpickle + splice into its map), each against the whole
+build / the whole map's bytes / the whole map's unpickling in the same run, as ratios.
+The first edit after the scans load also builds the edit lookups (MapIndex): printed on
+its own. Every kind's first map is checked equal to a whole build of the same scans.
+
+    SPARK_CACHE_DIR=/tmp/x SPARK_BENCH_MAP_TREE=/tmp/launch16/real20k python -m bench map_delta
 """
 
 from __future__ import annotations
@@ -17,13 +29,16 @@ from __future__ import annotations
 import os
 import pickle
 import random
+import re
 import statistics
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-EDITS = 20
+EDITS = 20  # body edits timed (the first 3 also checked)
+PER_KIND = 5
+_DEF = re.compile(rb"^(?:async\s+)?def\s+([A-Za-z_]\w*)", re.MULTILINE)
 
 
 def _scans(root: Path) -> tuple[Any, Any]:  # (facts, vocab) as the indexer holds them
@@ -37,7 +52,8 @@ def _scans(root: Path) -> tuple[Any, Any]:  # (facts, vocab) as the indexer hold
         def poll(self, timeout: float = 0) -> bool:
             return False
 
-    ix = worker.Indexer(root, Conn(), tree_state(root), use_cache=False)  # type: ignore[arg-type]
+    cached = bool(os.environ.get("SPARK_CACHE_DIR"))
+    ix = worker.Indexer(root, Conn(), tree_state(root), use_cache=cached)  # type: ignore[arg-type]
     ix.await_cache()
     ix.stamps = worker.map_stamps(root, ix.files)
     ix._scan_all_tags(partial=False)
@@ -54,11 +70,52 @@ def _map_bytes(graph: object) -> int:
     return len(data) + sum(r.nbytes for r in raws)
 
 
+def _map_load_s(graph: object) -> float:
+    """CPU the app's receiving thread spends taking a whole map off its socket (as
+    wire.recv_buffers): its arrays' bytes copied into fresh arrays (what the raw reads do,
+    GIL released) and the pickle loaded around them (GIL held)."""
+    import numpy as np
+
+    from core.indexing import wire
+
+    parts = wire.split(graph)
+    assert parts is not None
+    data, raws = parts
+    start = time.process_time()
+    buffers = [np.empty(r.nbytes, dtype=np.uint8) for r in raws]
+    for buf, raw in zip(buffers, raws):
+        buf[:] = np.frombuffer(raw, dtype=np.uint8)
+    pickle.loads(data, buffers=buffers)
+    return time.process_time() - start
+
+
+def _new_text(kind: str, root: Path, rel: str, k: int) -> bytes | None:
+    data = (root / rel).read_bytes()
+    if kind == "body":
+        return b"# edited\n" + data
+    if kind == "new def":
+        return data + f"\n\ndef zz_bench_new_{k}(x):\n    return x\n".encode()
+    if kind == "renamed def":
+        m = _DEF.search(data)
+        return None if m is None else data[:m.end(1)] + b"_zz_renamed" + data[m.end(1):]
+    if kind == "new file":
+        return f"def zz_bench_module_{k}(x):\n    return get(x)\n\n\nclass Config:\n    pass\n".encode()
+    return None  # deleted
+
+
 def run_tree(name: str, root: Path) -> None:
     from core.context import tags as tagmod
     from core.context.repomap import FileFacts, build_graph
-    from core.context.repomap_delta import make_delta, update_graph
+    from core.context.repomap_delta import apply_delta, make_delta
     from core.indexing.worker import _exact_tags
+    from tests.core.context.test_repomap_delta import _same
+
+    try:
+        from core.context.repomap_delta import MapIndex
+
+        index_class: Any = MapIndex
+    except ImportError:  # a code base without map edits (the A/B base)
+        index_class = None
 
     facts, vocab = _scans(root)
     whole = []
@@ -66,34 +123,73 @@ def run_tree(name: str, root: Path) -> None:
         start = time.process_time()
         graph = build_graph(facts, vocab, exact=True)
         whole.append(time.process_time() - start)
-    rng = random.Random(7)
-    picks = rng.sample(sorted(r for r in facts if r.endswith(".py")), min(EDITS, len(facts)))
-    delta_s, delta_bytes, spliced = [], [], 0
-    for k, rel in enumerate(picks):
-        data = b"# edited\n" + (root / rel).read_bytes()
-        lang = tagmod.language_for(rel)
-        assert lang is not None
-        new = FileFacts.of(_exact_tags(lang, data), vocab)
-        start = time.process_time()
-        delta = make_delta(graph, rel, new, vocab)
-        updated = update_graph(graph, rel, new, vocab)
-        delta_s.append((time.process_time() - start) / 2)
-        if updated is None or delta is None:
-            continue
-        spliced += 1
-        delta_bytes.append(len(pickle.dumps([delta], protocol=5)))
-        if k < 3:  # the proof: equal to a whole build of the same scans
-            from tests.core.context.test_repomap_delta import _same
-
-            facts[rel] = new
-            assert _same(updated, build_graph(facts, vocab, exact=True)), rel
-            graph = updated
-    b, d = statistics.median(whole) * 1000, statistics.median(delta_s) * 1000
+    graph.serial = 1
+    b = statistics.median(whole) * 1000
+    whole_bytes = _map_bytes(graph)
+    load = statistics.median(_map_load_s(graph) for _ in range(3)) * 1000
     print(f"{name}: {len(facts):,} files, {len(graph.def_line):,} rows, {len(graph.graph.src):,} edges")
-    print(f"  whole build {b:.0f} ms CPU (median of 3) | delta {d:.1f} ms (median of {len(delta_s)}, "
-          f"{spliced} spliced) | x{b / max(d, 1e-3):.0f}")
-    print(f"  sent per save: whole map {_map_bytes(graph) / 1e6:.1f} MB | delta "
-          f"{statistics.median(delta_bytes) / 1e3 if delta_bytes else 0:.1f} kB")
+    print(f"  whole build {b:.0f} ms CPU (median of 3) | whole map {whole_bytes / 1e6:.1f} MB | "
+          f"app unpickles it in {load:.0f} ms CPU")
+    rng = random.Random(7)
+    pool = sorted(r for r in facts if r.endswith(".py"))
+    index = index_class(vocab, facts) if index_class is not None else None
+    serial = 1
+    for kind in ("body", "new def", "renamed def", "new file", "deleted file"):
+        count = EDITS if kind == "body" else PER_KIND
+        picks = rng.sample(pool, count)
+        made_s, sent, took_s, edits = [], [], [], 0
+        for k, rel in enumerate(picks):
+            target = f"zz_bench/new_{k}.py" if kind == "new file" else rel
+            data = _new_text(kind, root, rel, k)
+            if data is None and kind != "deleted file":
+                continue
+            lang = tagmod.language_for(target)
+            assert lang is not None
+            new = FileFacts.of(_exact_tags(lang, data), vocab) if data is not None else None
+            first = False
+            start = time.process_time()
+            delta: Any = make_delta(graph, target, new, vocab)
+            if delta is not None:
+                updated = apply_delta(graph, delta)
+            elif index is not None:
+                if new is None:
+                    facts.pop(target)
+                else:
+                    facts[target] = new
+                first = index._key is None
+                made = index.update(graph, target, new)
+                assert made is not None
+                updated, delta = made
+                edits += 1
+                if first:  # (not in the medians)
+                    print(f"  (the first edit: {(time.process_time() - start) * 1000:.0f} ms CPU, its lookups made)")
+            else:
+                print(f"  {kind}: a whole build and the whole map in this code")
+                break
+            if not first:
+                made_s.append(time.process_time() - start)
+            serial += 1
+            updated.serial = serial
+            blob = pickle.dumps([delta], protocol=5)
+            sent.append(len(blob))
+            start = time.process_time()
+            for d in pickle.loads(blob):
+                apply_delta(graph, d)
+            took_s.append(time.process_time() - start)
+            if new is None:
+                facts.pop(target, None)
+            else:
+                facts[target] = new
+            if not k:  # the proof: equal to a whole build of the same scans
+                assert _same(updated, build_graph(facts, vocab, exact=True)), (kind, target)
+            graph = updated
+        if not made_s:
+            continue
+        m, s, t = statistics.median(made_s) * 1000, statistics.median(sent), statistics.median(took_s) * 1000
+        print(f"  {kind:12s} indexer {m:7.1f} ms CPU (x{b / max(m, 1e-3):.0f} less than a build) | "
+              f"sent {s / 1e3:7.1f} kB (x{whole_bytes / s:.0f} less) | app {t:6.1f} ms CPU "
+              f"(x{load / max(t, 1e-3):.1f} less than the whole map's unpickling) | median of {len(made_s)}"
+              + (f", {edits} edits" if edits else ""))
 
 
 def main() -> None:
