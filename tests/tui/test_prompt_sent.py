@@ -128,8 +128,11 @@ async def _burst_run(root, url, fake, before: str, after: str, cuts: list[int], 
         steps = _steps(app)
         real = app.station.context.mentioned_paths
 
-        def lookup(prompt: str) -> list[str]:
-            time.sleep(lookup_s)
+        typed = threading.Event()
+
+        def lookup(prompt: str) -> list[str]:  # the answer's first screen comes after the last key:
+            typed.wait(10)  # every key after Enter is typed in the window (keys that reach the
+            time.sleep(lookup_s)  # review itself, after it, follow the stream's own rules)
             return real(prompt)
 
         app.station.context.mentioned_paths = lookup  # type: ignore[method-assign]
@@ -142,6 +145,7 @@ async def _burst_run(root, url, fake, before: str, after: str, cuts: list[int], 
                 for key in burst:
                     app.post_message(_key(key))
                 time.sleep(gap)
+            typed.set()
 
         sender = threading.Thread(target=terminal)
         sender.start()
@@ -178,8 +182,9 @@ async def _burst_run(root, url, fake, before: str, after: str, cuts: list[int], 
 def test_keys_around_enter_in_bursts(demo_root, fake_model, fake_core_url, before, after, cuts, gaps,
                                      lookup_s):
     """Random keys with Enter among them, posted from another thread in bursts (as a terminal
-    does), the prompt's file lookup fast or slow: the prompt sent is exactly the keys before
+    does), the first screen 0-150 ms after the last key: the prompt sent is exactly the keys before
     Enter; after it, j/k act on the review ("no hunks yet": nothing has streamed) and the first
     other letter starts the redirect, typed in order with every key after it."""
     fake, _ = fake_model
     asyncio.run(_burst_run(demo_root, fake_core_url, fake, before, after, cuts, gaps, lookup_s))
+
