@@ -272,6 +272,11 @@ class DiffView(ScrollView, can_focus=True):
         self._width = 0  # the content width blocks are laid out at (0: not yet)
         self._laid = -1  # the view's content region width that was laid out at
         self._blank: Strip | None = None  # a line under no block
+        self._rows: dict[int, tuple[Strip, Strip]] = {}  # id(content line) -> (it, its whole row)
+        self._rows_key: tuple | None = None  # what the kept rows were drawn with (see _row_parts)
+        # the diff has no links: Textual's link pass copied every segment of every line drawn,
+        # and a mouse moving over it repainted it (hover style)
+        self.set_reactive(DiffView.auto_links, False)
         self._epoch = 0  # bumped when the styles blocks are framed with change
         self._frames: dict[tuple[Kind, bool], Frame] = {}
         self._notes_source: object = None
@@ -281,6 +286,7 @@ class DiffView(ScrollView, can_focus=True):
         self.current = 0
         self._near: frozenset[str] = frozenset()  # the hunks around the current one
         self.repainted = 0  # lines refreshed by content changes (tests, benches)
+        self.rows_drawn = 0  # whole rows made (not found kept: see render_lines)
         self._notes_source = Text("Type a request below and press Enter.", style="dim")
 
     def on_mount(self) -> None:
@@ -326,6 +332,73 @@ class DiffView(ScrollView, can_focus=True):
 
     def on_resize(self, event: events.Resize) -> None:
         self._relayout()
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """The view's rows as Textual's styles cache draws them (tests/tui/test_diff_view_own_lines.py
+        compares the two), each content row made once per content line and kept: Textual's cache
+        keeps rows by position, so every scroll (each j/k that moves the window) drew every row
+        again (the line adjusted to the content width, the border's edges added, the app's line
+        filters run over every segment: most of a key's frame). Here a row whose content line is
+        one already drawn is a lookup. The border's top and bottom rows, and views styled in a
+        way this does not draw (padding, outline, tint, opacity, hatch), are Textual's."""
+        parts = self._row_parts()
+        if parts is None:
+            return super().render_lines(crop)
+        width, height = self.outer_size
+        top, bottom = parts[4], parts[5]
+        rows = []
+        for y in crop.line_range:
+            if y < top or y >= height - bottom:
+                rows.append(super().render_lines(Region(0, y, width, 1))[0])
+            else:
+                rows.append(self._row(self.render_line(y - top), parts))
+        if crop.column_span != (0, width):
+            x1, x2 = crop.column_span
+            rows = [row.crop(x1, x2) for row in rows]
+        return rows
+
+    def _row_parts(self) -> tuple | None:
+        """What a content row is drawn with (the styles cache's render_line for a row with no
+        border top or bottom): the left and right edges, the inner style, the content width,
+        the border's rows, the line filters and the background they run with; None where the
+        view is styled in a way rows are not drawn so here."""
+        styles = self.styles
+        if self.opacity != 1 or styles.tint.a or styles.text_opacity != 1 or any(styles.padding) or \
+                any(edge for edge, _ in styles.outline) or \
+                (styles.has_rule("hatch") and styles.hatch != "none") or self.auto_links:
+            return None
+        base, background = self.background_colors
+        inner, outer = Style(background=base + background), Style(background=base)
+        (top, _), (right_edge, right_color), (bottom, _), (left_edge, left_color) = styles.border
+        left = get_box(left_edge, inner, outer, Style(foreground=base + left_color))[1][0] if left_edge else None
+        right = get_box(right_edge, inner, outer, Style(foreground=base + right_color))[1][2] if right_edge else None
+        filters = tuple(self.get_line_filters())
+        parts = (left, right, inner.rich_style, self.content_region.width, int(bool(top)), int(bool(bottom)),
+                 self.outer_size.width, filters, tuple(f.enabled for f in filters), background)
+        if parts != self._rows_key:
+            self._rows.clear()
+            self._rows_key = parts
+        return parts
+
+    def _row(self, line: Strip, parts: tuple) -> Strip:
+        """A content row: `line` to the content width, the border's edges, the line filters."""
+        kept = self._rows.get(id(line))
+        if kept is not None and kept[0] is line:
+            return kept[1]
+        self.rows_drawn += 1
+        left, right, inner, content_width, _, _, width, filters, _, background = parts
+        segments = list(line.adjust_cell_length(content_width, inner))
+        if left is not None:
+            segments.insert(0, left)
+        if right is not None:
+            segments.append(right)
+        row = Strip(segments, width)
+        for line_filter in filters:
+            row = row.apply_filter(line_filter, background)
+        if len(self._rows) > 4096:  # (content lines no longer drawn)
+            self._rows.clear()
+        self._rows[id(line)] = (line, row)
+        return row
 
     def render_line(self, y: int) -> Strip:
         """Line y of the view's content region: the line of the block it falls in, or blank."""
