@@ -233,6 +233,7 @@ class _Fence:
     lang: str = ""
     body: list[str] = field(default_factory=list)
     had_block: bool = False
+    after_block: int = 0  # non-blank lines after the fence's last block
     stray_marker: int = 0  # line of a ======= / >>>>>>> REPLACE with no SEARCH
     stray_replace: bool = False  # ... and it was a >>>>>>> REPLACE (reported at once)
     inner_open: int = 0  # line of a fence with an info string inside this fence
@@ -289,7 +290,9 @@ class StreamingParser:
         self._line_no = 0
         self._prev_line = ""  # last non-blank complete line seen outside a block
         self._prev2 = ""  # the non-blank line _remember saw before _prev_line
-        self._long_close = False  # the last fence closed was a block's, by a longer line
+        # the last fence closed may have lost its own closing line: it held lines after
+        # its block, or it named no file and held no block (a stray fence line opened it)
+        self._lost_close = False
         self._last_path: str | None = None
         self._block: _Block | None = None
         self._fence: _Fence | None = None
@@ -437,9 +440,9 @@ class StreamingParser:
             if fl is not None and _closes(f.marker, fl):
                 self._fence = None
                 self._remember(line)
-                # a longer fence line after a block closes its fence, but was meant to
-                # open the next block's (its fence's closing line was lost)
-                self._long_close = f.had_block and len(fl.marker) > len(f.marker)
+                # a fence line after a path line closes this fence, but may have been
+                # meant to open the next block's (this fence's closing line was lost)
+                self._lost_close = f.after_block > 0 if f.had_block else f.path is None
                 return self._close_fence(f)
             if not f.had_block and not f.body and not f.lang and (
                     line.startswith("diff --git ") or line.startswith("--- ")
@@ -453,6 +456,8 @@ class StreamingParser:
                 f.inner_open = self._line_no  # ```python inside a ``` fence
             if not f.had_block:
                 f.body.append(line)
+            elif line.strip():
+                f.after_block += 1
             self._remember(line)
             return []
         if fl is not None and not fl.marker.startswith("</"):
@@ -547,7 +552,7 @@ class StreamingParser:
     def _open_block(self) -> None:
         f = self._fence
         named = self._prev_line
-        if f is None and self._long_close and _fence_line(named) is not None \
+        if f is None and self._lost_close and _fence_line(named) is not None \
                 and clean_path(self._prev2, self.exists):
             named = self._prev2  # "1. `b.py`", "~~~~" (closing a ~~~ fence), SEARCH
         inner = _fence_line(named) if f is not None else None
@@ -573,7 +578,7 @@ class StreamingParser:
                                           f"<<<<<<< SEARCH block is not a file path (no "
                                           f"extension or folder); block not applied"))
             if f is not None:
-                f.had_block = True
+                f.had_block, f.after_block = True, 0
                 f.body.clear()
             self._block = _Block(None, self._line_no, fence=f.marker if f else None)
             return
@@ -584,7 +589,7 @@ class StreamingParser:
         if path is None:
             path = self._last_path or self.default_path
         if f is not None:
-            f.had_block = True
+            f.had_block, f.after_block = True, 0
             f.body.clear()
         if path is None:
             self.errors.append(ParseError(self._line_no, None,
@@ -888,6 +893,7 @@ class StreamingParser:
             return []
         assert path is not None
         if old == new and no_eol[0] == no_eol[1]:
+            self._last_path = path  # a no-op hunk still names the file a block reuses
             return []
         f.emitted += 1
         edit = Edit(path, _join(old), _join(new), "udiff", f.hunk_line, f.numbers,

@@ -109,6 +109,26 @@ CASES = [
         ">>>>>>> REPLACE\n~~~~\n",
         [("a.py", "x\n", "y\n"), ("b.py", "", "z\n")], set(),
         id="longer-fence-closing-a-block-whose-closing-line-was-lost"),
+    pytest.param(
+        # a stray ``` opened a fence; after a block in it, `r.md` and a ``` line (meant to
+        # open r.md's fence, it closed the stray one): r.md's block went to c.py
+        f"{F}\n~~~py c.py\n<<<<<<< SEARCH\ny\n=======\n>>>>>>> REPLACE\n~~~\n`r.md`\n{F}\n"
+        f"<<<<<<< SEARCH\nSome\n=======\n>>>>>>> REPLACE\n{F}\n",
+        [("c.py", "y\n", ""), ("r.md", "Some\n", "")], set(),
+        id="path-then-fence-closing-a-stray-fence-after-its-block"),
+    pytest.param(
+        # ... and a stray fence with no block and no file of its own
+        f"````\n{F}\nstray\n{F}\n### b.py\n`````\n<<<<<<< SEARCH\n=======\ns\n"
+        ">>>>>>> REPLACE\n`````\n",
+        [("b.py", "", "s\n")], set(), id="path-then-fence-closing-a-stray-fence"),
+    pytest.param(
+        # a diff hunk that changes nothing still names the file a pathless block reuses;
+        # the block went to the file before it (a.py)
+        f"a.py\n{F}\n<<<<<<< SEARCH\nx\n=======\n>>>>>>> REPLACE\n{F}\n{F}diff\n--- a/M.py\n"
+        f"+++ b/M.py\n@@ -1,1 +1,1 @@\n-- i\n+- i\n{F}\n<<<<<<< SEARCH\ny\n=======\nz\n"
+        ">>>>>>> REPLACE\n",
+        [("a.py", "x\n", ""), ("M.py", "y\n", "z\n")], set(),
+        id="pathless-block-after-a-no-op-diff-hunk"),
 ]
 
 
