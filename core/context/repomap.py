@@ -482,7 +482,7 @@ class RepoMap:
                     return False
                 try:
                     graph, step = apply_mapped(graph, delta)
-                except ValueError:  # an edit that does not fit this map: the whole one is asked for
+                except (ValueError, IndexError):  # an edit that does not fit this map: the whole one is asked for
                     return False
                 if step is not None:
                     moved = step if moved is None else np.where(moved >= 0, step[np.maximum(moved, 0)], -1)

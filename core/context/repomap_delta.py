@@ -253,7 +253,8 @@ class _Layout:
 def _layout(graph: MapGraph, op: str, rel: str, file: int, added: tuple[str, ...],
             removed: tuple[str, ...]) -> _Layout:
     ident = graph.ident_index
-    assert isinstance(ident, IdentIndex)
+    if not isinstance(ident, IdentIndex) or not 0 <= file <= len(graph.files) - (op != "add"):
+        raise ValueError("a map edit that does not fit this map")
     nf = len(graph.files)
     files = list(graph.files)
     fmap = np.arange(nf + 1, dtype=np.int64)

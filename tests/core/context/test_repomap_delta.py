@@ -271,10 +271,9 @@ def test_the_indexer_sends_deltas_for_bodies_new_names_and_files(tmp_path, monke
     new file and a deleted one cost no `build_graph`, each goes to the app as deltas
     (MapDelta for a body, MapEdit for the rest), and the map it holds equals a fresh build
     of the tree after each; more edits in one batch than MAX_EDITS_PER_BATCH: one build."""
-    from core.context.repomap_delta import MapDelta, MapEdit
-
     from bench.repo_gen import generate
     from core.context import repomap
+    from core.context.repomap_delta import MapDelta, MapEdit
     from core.indexing import worker
     from core.indexing.treestate import tree_state
 
@@ -514,3 +513,30 @@ def test_the_app_ranks_an_edited_map_from_the_previous_ranks():
         got = app._ranks(app._graph, [], [], [])
         want = fresh._ranks(fresh._graph, [], [], [])  # type: ignore[arg-type]
         assert float(np.abs(got - want).sum()) <= 2 * repomap.RANK_TOLERANCE
+
+
+def test_an_edit_that_does_not_fit_the_map_held_is_refused():
+    """An edit whose rows or file do not fit the app's map (never made for it) is refused
+    (the caller asks for the whole map), and the map held is left as it was."""
+    from core.context import repomap
+    from core.context.repomap_delta import MapIndex
+
+    texts = {f"m{k}/{p.name}": read_text(p) for k, p in enumerate(MODULES[:4])}
+    vocab = RefVocab()
+    scans = {rel: f for rel, t in texts.items() if (f := _facts(rel, t, vocab)) is not None}
+    graph = build_graph(scans, vocab, exact=True)
+    graph.serial = 7
+    rel = min(scans)
+    scans[rel] = facts = _facts(rel, texts[rel] + "\ndef zz_brand_new():\n    pass\n", vocab)  # type: ignore[assignment]
+    made = MapIndex(vocab, scans).update(graph, rel, facts)
+    assert made is not None
+    edit = dataclasses.replace(made[1], serial=8)
+    app = repomap.RepoMap(MODULES[0].parent)
+    app.use_external_index(prepare=False)
+    app.install(graph=graph, warm=False)
+    for bad in (dataclasses.replace(edit, file=len(graph.files) + 3),
+                dataclasses.replace(edit, removed=("zz_not_defined_anywhere",)),
+                dataclasses.replace(edit, rows=edit.rows + graph.graph.size)):
+        assert not app.apply_deltas([bad], (1, 1, True))
+        assert app._graph is graph
+    assert app.apply_deltas([edit], (1, 1, True)) and app._graph is not graph
