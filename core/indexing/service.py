@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import itertools
 import multiprocessing
-import os
 import subprocess
 import threading
 import time
@@ -699,20 +698,17 @@ def attach(station: Any, **options: Any) -> IndexService:
 
 
 def _early_start_pays(root: Path, cache_path: Path | None) -> bool:
-    """Start the child before the app's first frame only for a large tree and with a core
-    to spare: on an idle two-core box the child's start then runs beside the app's (its
-    duplicate index ready ~0.5 s sooner), while at load 3 on two cores it only took CPU
-    from the app (20k, 8 alternating fresh launches: first frame 0.89 -> 1.09 s, duplicates
-    ready 1.78 -> 1.80 s); then it waits for the first frame, as it did before."""
-    return _large_cached_tree(root, cache_path) and _spare_core()
-
-
-def _spare_core() -> bool:
-    """Whether the last minute's load leaves a core idle."""
-    try:
-        return os.getloadavg()[0] + 1 <= (os.cpu_count() or 1)
-    except OSError:
-        return True
+    """Start the child before the app's first frame for a large tree, however busy the
+    machine. It was started only with a core to spare (at load 3 on two cores it took
+    0.2 s from the first frame then), and on a busier machine after the frame, which put
+    its whole start (~0.2 s of a core) after it: duplicates ready 1.0-1.2 s. Its start
+    before "init" is now imports and a mapping (~0.15 s of a core, niced): the tree is no
+    longer walked (the kept listing holds across launches) nor the SQLite cache checked on
+    the way. Second launches, alternating, own session at autogroup nice -10, load 6-8 on
+    two cores, medians (max) of 10 / 8: r20k busy path frame 0.673 (0.948) s, dups 1.069
+    (1.343); started early frame 0.703 (1.034), dups 0.752 (1.055); real 20k tree frame
+    0.662 (0.692) -> 0.688 (0.831), dups 1.062 (1.197) -> 0.722 (0.900)."""
+    return _large_cached_tree(root, cache_path)
 
 
 def _large_cached_tree(root: Path, cache_path: Path | None) -> bool:

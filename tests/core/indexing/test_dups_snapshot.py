@@ -166,19 +166,20 @@ def test_a_child_started_before_the_tree_check_loads_the_snapshot(tmp_path, chan
 
 def test_the_apps_preload_starts_the_child_of_a_large_tree(tmp_path, monkeypatch):
     """The app's preload (before its screen exists) starts the indexer's child when the last
-    duplicate snapshot is of a large tree and a core is idle; the service then uses it."""
+    duplicate snapshot is of a large tree, however busy the machine (`_early_start_pays`);
+    the service then uses it. A smaller snapshot: no child before the tree is known."""
     from core.indexing import service
 
     root, cache_dir = _first_launch(tmp_path)
     path = cache_file(root, cache_dir)
-    monkeypatch.setattr(service, "EARLY_CHILD_SNAPSHOT_BYTES", _snapshot_file(root, cache_dir).stat().st_size)
-    for idle in (True, False):  # a busy machine: the child waits, a thread runs 24 files
-        monkeypatch.setattr(service, "_spare_core", lambda idle=idle: idle)
+    size = _snapshot_file(root, cache_dir).stat().st_size
+    for large in (True, False):  # 24 files: a thread runs them, unless a child was started
+        monkeypatch.setattr(service, "EARLY_CHILD_SNAPSHOT_BYTES", size if large else size + 1)
         service.preload(root, path)
-        svc = IndexService(root, RepoMap(root), cache_path=path).start()  # 24 files: a thread, unless started
+        svc = IndexService(root, RepoMap(root), cache_path=path).start()
         try:
             assert svc.wait(120), svc.snapshot()
-            assert svc.snapshot().mode == ("process" if idle else "thread")
+            assert svc.snapshot().mode == ("process" if large else "thread")
             assert _answers(svc.check_source, root) == _fresh(root)
         finally:
             svc.stop()

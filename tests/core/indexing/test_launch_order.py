@@ -63,7 +63,6 @@ def test_an_old_preload_is_replaced_and_its_child_ended(tmp_path, monkeypatch):
     root, cache_dir = _first_launch(tmp_path)
     path = cache_file(root, cache_dir)
     monkeypatch.setattr(service, "EARLY_CHILD_SNAPSHOT_BYTES", 1)
-    monkeypatch.setattr(service, "_spare_core", lambda: True)
     key = (root.resolve(), path, True)
     service.preload(root, path)
     old = service._preloads[key]
@@ -103,9 +102,9 @@ def test_the_apps_preload_checks_the_tree_before_its_first_frame_and_reads_the_m
 
     monkeypatch.setattr(cache, "read_latest_snapshot", read)
     monkeypatch.setattr(service, "WARM_AFTER_FRAME_S", 60.0)
-    # a tree a child indexes, on a busy machine: the child waits for the frame too
+    # a tree a child indexes: the child is started by the preload (it maps the duplicate
+    # snapshot while the app starts), the map waits for the frame
     monkeypatch.setattr(service, "EARLY_CHILD_SNAPSHOT_BYTES", 1)
-    monkeypatch.setattr(service, "_spare_core", lambda: False)
     key = (root.resolve(), path, True)
     first_frame = service.preload(root, path, map_after_frame=True)
     pre = service._preloads[key]
@@ -115,7 +114,7 @@ def test_the_apps_preload_checks_the_tree_before_its_first_frame_and_reads_the_m
     svc = IndexService(root, RepoMap(root), cache_path=path).start()
     try:
         time.sleep(0.3)
-        assert reads == [] and not svc.snapshot().map_complete and svc._proc is None
+        assert reads == [] and not svc.snapshot().map_complete and pre.child is not None
         shown = time.time()
         first_frame()
         assert svc.wait(120), svc.snapshot()
@@ -182,10 +181,9 @@ def test_the_ranks_wait_for_the_first_frame_and_the_duplicates(tmp_path, monkeyp
 
     monkeypatch.setattr(RepoMap, "prefetch", prefetch)
     monkeypatch.setattr(rank, "prepare_solver", lambda: calls.append(("imports", time.time())))
-    # the child started early (as on an idle machine), so the index needs no first frame;
+    # the child started early (a large tree's), so the index needs no first frame;
     # the frame comes only when this test says so
     monkeypatch.setattr(service, "EARLY_CHILD_SNAPSHOT_BYTES", 1)
-    monkeypatch.setattr(service, "_spare_core", lambda: True)
     monkeypatch.setattr(service, "WARM_AFTER_FRAME_S", 60.0)
     first_frame = service.preload(root, path)
     svc = IndexService(root, RepoMap(root), cache_path=path).start()
