@@ -565,8 +565,10 @@ class StreamingParser:
             named = self._info_path(inner.info) or self._prev2
         path = clean_path(named, self.exists)
         bare = bare_token(named, self.exists)
-        if path is None and not bare and f is not None and f.path and (
+        if path is None and not bare and f is not None and f.path and not f.had_block and (
                 not f.inner_open or [ln for ln in f.body if ln.strip()] == [self._prev_line]):
+            # (after a block in this fence, a block with no path line is the previous
+            # block's file, which a path line in the fence may have changed)
             # (a fence line right after the fence's opening, "a.py", "~~~", "~~~~~python":
             # a stray fence line, and the block is still the named file's)
             path = f.path

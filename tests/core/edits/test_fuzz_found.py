@@ -129,6 +129,14 @@ CASES = [
         ">>>>>>> REPLACE\n",
         [("a.py", "x\n", ""), ("M.py", "y\n", "z\n")], set(),
         id="pathless-block-after-a-no-op-diff-hunk"),
+    pytest.param(
+        # a whole file's closing fence lost: a path line in that fence, a block, then a
+        # block with no path: it went to the fence's file (a.py), not new.py
+        f"a.py\n{F}python\nx = 1\n<<<<<<< SEARCH\nx = 1\n=======\n>>>>>>> REPLACE\n"
+        "new.py\n<<<<<<< SEARCH\ny\n=======\n>>>>>>> REPLACE\n<<<<<<< SEARCH\nz\n=======\n"
+        ">>>>>>> REPLACE\n",
+        [("a.py", "x = 1\n", ""), ("new.py", "y\n", ""), ("new.py", "z\n", "")], set(),
+        id="pathless-block-after-a-path-line-inside-a-named-fence"),
 ]
 
 
