@@ -1018,7 +1018,7 @@ def _build_graph(scans: Mapping[str, FileFacts], vocab: RefVocab) -> MapGraph:
     del meta, facts
     file_of = np.repeat(np.arange(len(files), dtype=np.int64), counts)
     return MapGraph(
-        files, file_index, IdentIndex(PackedStrings(ident_index), base), graph, starts,
+        files, file_index, IdentIndex(PackedStrings(ident_index).blocked(), base), graph, starts,
         name_col, kind_col, text_col,
         cols[:, 3].astype(np.int64), cols[:, 4].astype(np.int64), file_of,
         def_ident, def_share,

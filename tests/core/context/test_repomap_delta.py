@@ -11,7 +11,7 @@ import re
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from core.context import tags as tagmod
@@ -156,7 +156,8 @@ def _edit(texts: dict[str, str], kind: str, pick: int, words: list[str]) -> str:
             texts[rel] = text + f"\n\ndef {used[pick % len(used)]}(z):\n    return z\n"
     elif kind == "new_module":  # a new file defining a fresh name and one defined elsewhere
         word = words[pick % len(words)]
-        texts[f"new_{pick}.py"] = f"def fresh_mod_{pick}(x):\n    return {word}(x)\n\n\nclass {word}:\n    pass\n"
+        more = "".join(f"\n\ndef fresh_{pick}_{j}(y):\n    return y\n" for j in range(10 if pick % 3 == 0 else 0))
+        texts[f"new_{pick}.py"] = f"def fresh_mod_{pick}(x):\n    return {word}(x)\n\n\nclass {word}:\n    pass\n" + more
     return rel
 
 
@@ -197,16 +198,18 @@ def test_an_update_equals_a_full_rebuild(edits, size):
 
 @settings(max_examples=40, deadline=None)
 @given(edits=EDITS, size=st.integers(3, len(MODULES)))
+@example(edits=[("new_module", 3), ("remove_def", 5), ("new_module", 4)], size=3)  # (12 names at once: > 8)
 def test_every_update_with_the_scans_equals_a_full_rebuild(edits, size):
     """With every file's scan at hand (MapIndex) no update declines: a def renamed, added
     or removed, a file added or deleted is an edit (MapEdit) whose map equals a full build
     of the new scans array for array, and each map is made from the previous updated one
     (not from a fresh build), so an error would carry on and be caught later too."""
-    from core.context import repomap
+    from core.context import repomap, repomap_delta
     from core.context.repomap_delta import MapIndex
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(repomap, "PACKED_BLOCK_ROWS", 16)  # string columns in many blocks (4096 on big trees)
+        mp.setattr(repomap_delta, "CHUNK_EDGES", 37)  # the edge passes in many pieces
         _updates_equal_rebuilds(edits, size, MapIndex)
 
 
