@@ -325,17 +325,6 @@ def _edit_sorted(old: PackedStrings, pos: np.ndarray, at: np.ndarray, added: tup
     return out
 
 
-# the app applies an edit in its receiving thread: each pass over the 2.4 million edges of
-# a real 20k tree is cut in pieces of this many, so that no single numpy call holds the GIL
-# for more than ~1 ms (on a loaded machine a call that holds it is stretched by the
-# scheduler, and a key waits behind it)
-CHUNK_EDGES = 1 << 18
-
-
-def _chunks(a: int, b: int) -> list[tuple[int, int]]:
-    return [(x, min(b, x + CHUNK_EDGES)) for x in range(a, b, CHUNK_EDGES)]
-
-
 def _runs(old_ids: np.ndarray, new_ids: np.ndarray) -> list[tuple[int, int]]:
     """Maximal [lo, hi) ranges of old ids that are consecutive in both numberings."""
     if not len(old_ids):
@@ -391,14 +380,13 @@ def apply_mapped(graph: MapGraph, delta: MapDelta | MapEdit) -> tuple[MapGraph, 
     new_dst = np.empty(int(new_offsets[-1]), dtype=np.int64)
     new_weight = np.empty(int(new_offsets[-1]))
     for lo, hi in _runs(kept, nmap[kept]):
+        a, b = int(offsets[lo]), int(offsets[hi])
         x = int(new_offsets[nmap[lo]])
-        for a, b in _chunks(int(offsets[lo]), int(offsets[hi])):
-            if renumber:
-                np.take(nmap, g.dst[a:b], out=new_dst[x:x + b - a], mode="clip")
-            else:
-                new_dst[x:x + b - a] = g.dst[a:b]
-            new_weight[x:x + b - a] = g.weight[a:b]
-            x += b - a
+        if renumber:
+            np.take(nmap, g.dst[a:b], out=new_dst[x:x + b - a], mode="clip")
+        else:
+            new_dst[x:x + b - a] = g.dst[a:b]
+        new_weight[x:x + b - a] = g.weight[a:b]
     ends = edit.row_ends.tolist()
     for k, node in enumerate(rows.tolist()):
         a = ends[k - 1] if k else 0
@@ -407,13 +395,8 @@ def apply_mapped(graph: MapGraph, delta: MapDelta | MapEdit) -> tuple[MapGraph, 
         new_weight[x:x + ends[k] - a] = edit.weight[a:ends[k]]
     if renumber and len(new_dst) and int(new_dst.min()) < 0:
         raise ValueError("a map edit left an edge to a node that is gone")
-    new_src = np.empty(len(new_dst), dtype=np.int64)
-    bounds = np.searchsorted(new_offsets, np.arange(0, len(new_dst), CHUNK_EDGES), side="right") - 1
-    for n0, n1 in zip(bounds.tolist(), [*bounds[1:].tolist(), lay.size]):
-        new_src[int(new_offsets[n0]):int(new_offsets[n1])] = np.repeat(np.arange(n0, n1, dtype=np.int64),
-                                                                        new_degree[n0:n1])
-    new_graph = Graph(size=lay.size, src=new_src, dst=new_dst, weight=new_weight, dangling=dangling,
-                      degree=new_degree)
+    new_graph = Graph(size=lay.size, src=np.repeat(np.arange(lay.size, dtype=np.int64), new_degree),
+                      dst=new_dst, weight=new_weight, dangling=dangling, degree=new_degree)
     # the definition rows: the file's spliced (inserted, replaced or dropped), every other
     # row renumbered; a name whose number of defining files changed gets its new share
     i = edit.file
@@ -443,12 +426,7 @@ def apply_mapped(graph: MapGraph, delta: MapDelta | MapEdit) -> tuple[MapGraph, 
         hit = np.flatnonzero(np.isin(def_ident, edit.share))
         def_share[hit] = 1.0 / new_degree[def_ident[hit]]
     files = lay.files
-    if edit.op != "edit":
-        file_index: dict[str, int] = {}
-        for c in range(0, len(files), 4096):  # (in pieces: the GIL can go between them)
-            file_index.update(zip(files[c:c + 4096], range(c, c + 4096)))
-    else:
-        file_index = graph.file_index
+    file_index = dict(zip(files, range(len(files)))) if edit.op != "edit" else graph.file_index
     def_name = _splice_strings(graph.def_name, a, b, edit.names)
     def_kind = _splice_strings(graph.def_kind, a, b, edit.kinds)
     def_text = _splice_strings(graph.def_text, a, b, edit.texts)

@@ -204,12 +204,11 @@ def test_every_update_with_the_scans_equals_a_full_rebuild(edits, size):
     or removed, a file added or deleted is an edit (MapEdit) whose map equals a full build
     of the new scans array for array, and each map is made from the previous updated one
     (not from a fresh build), so an error would carry on and be caught later too."""
-    from core.context import repomap, repomap_delta
+    from core.context import repomap
     from core.context.repomap_delta import MapIndex
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(repomap, "PACKED_BLOCK_ROWS", 16)  # string columns in many blocks (4096 on big trees)
-        mp.setattr(repomap_delta, "CHUNK_EDGES", 37)  # the edge passes in many pieces
         _updates_equal_rebuilds(edits, size, MapIndex)
 
 
