@@ -64,7 +64,7 @@ def _answer(count: int, seed: int = 14) -> tuple[list[Hunk], dict[str, tuple[lis
     return hunks, contexts
 
 
-async def _measure(count: int) -> dict[str, Any]:
+async def _measure(count: int, follow: bool = False) -> dict[str, Any]:
     from textual.app import App, ComposeResult
 
     from tui.widgets.diff_render import warm_bodies
@@ -107,6 +107,8 @@ async def _measure(count: int) -> dict[str, Any]:
             if step % 3 == 2:
                 shown += 1
                 view.sync(hunks[:shown], {}, {}, contexts)
+                if follow:  # a held j at the newest hunk: the block being written is on screen
+                    view.select(shown - 1)
             step += 1
             await pilot.pause()
             stream_frames += 1
@@ -138,9 +140,11 @@ def _pct(values: list[float], q: float) -> float:
 def main() -> None:
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     results: dict[int, list[dict[str, Any]]] = {5: [], 47: []}
+    following: list[dict[str, Any]] = []
     for _ in range(REPEATS):
         for count in (5, 47):
             results[count].append(asyncio.run(_measure(count)))
+        following.append(asyncio.run(_measure(47, follow=True)))
     summary = {}
     for count, runs in results.items():
         per_step = statistics.median(r["stream_ms"] / r["stream_steps"] for r in runs)
@@ -150,6 +154,9 @@ def main() -> None:
               f"{runs[0]['stream_steps']} frames ({per_step:.2f} ms per frame, {runs[0]['stream_drawn']} drawn); "
               f"j through them: {len(keys)} keys, CPU per key p50 {summary[count][1]:.2f} ms, "
               f"p99 {summary[count][2]:.2f} ms")
+    per_follow = statistics.median(r["stream_ms"] / r["stream_steps"] for r in following)
+    print(f"47 hunks, the view following the newest (the block being written on screen): stream "
+          f"{statistics.median(r['stream_ms'] for r in following):.0f} ms CPU ({per_follow:.2f} ms per frame)")
     big, small = summary[47], summary[5]
     print(f"47 vs 5 hunks: CPU per stream frame {big[0] / small[0]:.2f}x, per key p50 {big[1] / small[1]:.2f}x "
           f"(median of {REPEATS} runs; UI thread CPU, not wall)")

@@ -60,3 +60,28 @@ async def test_lines_all_shown_and_height_changes_only_at_steps(new_lines: list[
         changes = sum(1 for a, b in itertools.pairwise(heights) if a != b)
         assert changes == sum(1 for a, b in itertools.pairwise(sizes) if a != b)
         assert changes <= -(-max(len(text) + 2, 1) // step)
+
+
+async def test_a_growing_block_on_screen_shows_what_a_fresh_view_shows() -> None:
+    """The block being written, on screen, a line added per frame (its lines repainted, its
+    height in steps, the tail moving once it is longer than PENDING_TAIL_LINES): the terminal
+    then shows what a fresh view shows."""
+    from tests.tui.test_diff_view_screen import SIZE, Terminal
+
+    def pending(n: int) -> Pending:
+        return Pending("a.py", "replace", "", "".join(f"x_{i} = {i}\n" for i in range(n)))
+
+    app = Terminal()
+    async with app.run_test(size=SIZE) as pilot:
+        view = app.query_one(DiffView)
+        for n in range(1, 30):
+            view.set_pending(pending(n))
+            await pilot.pause(0.02)
+        await pilot.pause(0.05)
+        shown = [row[:] for row in app.cells]
+    fresh = Terminal()
+    async with fresh.run_test(size=SIZE) as pilot:
+        fresh.query_one(DiffView).set_pending(pending(29))
+        await pilot.pause(0.05)
+        await pilot.pause(0.05)
+        assert shown == fresh.cells
