@@ -10,7 +10,7 @@ import asyncio
 import random
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from rich.cells import cell_len
 from rich.segment import ControlType
@@ -363,3 +363,66 @@ async def test_the_final_state_is_drawn_once_in_one_frame_while_keys_come(demo_r
         assert "frame" in marks[marks.index("settled"):], "the final state drawn"
         before, fresh = await _drawn_fresh(app, pilot)
         assert before == fresh
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 50.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@settings(max_examples=300, deadline=None)
+@example([("post", 0, 0.0), ("take", 0, 0.0), ("stop", 0, 0.0), ("post", 0, 0.0), ("take", 0, 0.0)])
+@given(st.lists(st.tuples(st.sampled_from(["post", "take", "stop", "back", "wait"]), st.integers(0, 5),
+                          st.sampled_from([0.0, key_first.HOLD_S / 8, key_first.HOLD_S / 2]))))
+def test_key_queue_against_a_model(ops):
+    """Any sequence of keys posted, taken by the app (handled at once when it may, else forwarded),
+    stopped on their way, back at the app, and time passing: a key is handled at once only when no
+    earlier key is still on its way (posted before it, forwarded, not stopped, not back, younger than
+    HOLD_S), and `waiting` is true exactly while a key is queued or on its way (younger than HOLD_S)."""
+    clock = _Clock()
+    original = key_first._clock
+    key_first._clock = clock
+    try:
+        queue = KeyQueue()
+        model: list[dict] = []  # per key: posted, state (queued / on its way / done), stopped
+        for op, pick, dt in ops:
+            clock.now += dt
+            live = [k for k in model if k["state"] != "done"]
+            if op == "post":
+                key = events.Key("j", "j")
+                queue.posted(key)
+                model.append({"key": key, "posted": clock.now, "state": "queued"})
+            elif op == "take":
+                queued = [k for k in model if k["state"] == "queued"]
+                if not queued:
+                    continue
+                entry = queued[0]  # the app takes keys in the order they were posted
+                ahead = any(k["state"] == "on its way" and not k["key"]._stop_propagation
+                            and clock.now - k["posted"] < key_first.HOLD_S
+                            for k in model[:model.index(entry)])
+                first = queue.taken(entry["key"])
+                assert first is (not ahead)
+                if first and pick % 2:  # handled at once
+                    queue.done(entry["key"])
+                    entry["state"] = "done"
+                else:
+                    queue.forwarded(entry["key"])
+                    entry["state"] = "on its way"
+            elif op == "stop" and live:
+                entry = live[pick % len(live)]
+                if entry["state"] == "on its way":
+                    entry["key"].stop()
+            elif op == "back" and live:
+                entry = live[pick % len(live)]
+                if entry["state"] == "on its way" and not entry["key"]._stop_propagation:
+                    queue.done(entry["key"])
+                    entry["state"] = "done"
+            expected = any(clock.now - k["posted"] < key_first.HOLD_S and k["state"] != "done"
+                           and not (k["state"] == "on its way" and k["key"]._stop_propagation)
+                           for k in model)
+            assert queue.waiting() is expected
+    finally:
+        key_first._clock = original
