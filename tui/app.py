@@ -215,6 +215,10 @@ class SparkApp(App):
                 if await self.run_action(active.binding.action, active.node):
                     self._keys.done(event)
                     return
+            if self._redirects(event):  # a letter the focused diff sends to the prompt
+                self.app_focus = True
+                self._keys.done(event)
+                return
         self._keys.forwarded(event)
         try:
             await super().on_event(event)
@@ -300,6 +304,21 @@ class SparkApp(App):
         prompt.screen.set_focus(prompt)
         if text:
             prompt.insert_text_at_cursor(text)
+
+    def _redirects(self, event: events.Key) -> bool:
+        """A letter the focused diff would send to the prompt (DiffView.on_key: a redirect while
+        an answer streams, the next prompt when nothing is left to decide) is typed there in the
+        key's own turn (on_event, when no earlier key is on its way), and the focus moves with it
+        at once: every key the App reads after it goes to the prompt, in order. The diff's
+        TypeAhead reached the app three hops later, after the keys behind it ("x j y" typed "xy"
+        and the j stepped)."""
+        focused = self.focused
+        if not (isinstance(focused, DiffView) and event.is_printable and event.character):
+            return False
+        if passes_key(focused, event):
+            return False
+        self._to_prompt(event.character)
+        return True
 
     async def _review_key(self, event: events.Key) -> None:
         """A key typed between Enter and the answer's first screen, taken as the focused diff

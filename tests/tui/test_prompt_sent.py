@@ -118,7 +118,7 @@ def _expected(after: str) -> tuple[list[int], str]:
 
 
 async def _burst_run(root, url, fake, before: str, after: str, cuts: list[int], gaps: list[float],
-                     lookup_s: float) -> None:
+                     lookup_s: float, screen_after_keys: bool) -> None:
     from tests.fakes.openai_server import Reply
 
     fake.default = Reply.text("still thinking", ttft_s=30.0)  # open, nothing shown: no end, no hunk
@@ -131,8 +131,9 @@ async def _burst_run(root, url, fake, before: str, after: str, cuts: list[int], 
         typed = threading.Event()
 
         def lookup(prompt: str) -> list[str]:  # the answer's first screen comes after the last key:
-            typed.wait(10)  # every key after Enter is typed in the window (keys that reach the
-            time.sleep(lookup_s)  # review itself, after it, follow the stream's own rules)
+            if screen_after_keys:  # every key after Enter is typed in the window
+                typed.wait(10)
+            time.sleep(lookup_s)
             return real(prompt)
 
         app.station.context.mentioned_paths = lookup  # type: ignore[method-assign]
@@ -172,19 +173,44 @@ async def _burst_run(root, url, fake, before: str, after: str, cuts: list[int], 
             assert "no hunks yet" in app.query_one(StatusBar).edge
 
 
-@settings(max_examples=12, deadline=None,
+@settings(max_examples=16, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(before=st.text(LETTERS, min_size=1, max_size=6).filter(str.strip),
        after=st.text(LETTERS, max_size=8),
        cuts=st.lists(st.integers(0, 16), max_size=4),
        gaps=st.lists(st.sampled_from([0.0, 0.002, 0.01, 0.04]), max_size=4),
-       lookup_s=st.sampled_from([0.0, 0.02, 0.15]))
+       lookup_s=st.sampled_from([0.0, 0.02, 0.15]), screen_after_keys=st.booleans())
 def test_keys_around_enter_in_bursts(demo_root, fake_model, fake_core_url, before, after, cuts, gaps,
-                                     lookup_s):
+                                     lookup_s, screen_after_keys):
     """Random keys with Enter among them, posted from another thread in bursts (as a terminal
-    does), the first screen 0-150 ms after the last key: the prompt sent is exactly the keys before
-    Enter; after it, j/k act on the review ("no hunks yet": nothing has streamed) and the first
+    does), the answer's first screen 0-150 ms after Enter or after the last key (keys after it
+    reach the review itself: SparkApp.on_event): the prompt sent is exactly the keys before Enter; after it, j/k act on the review ("no hunks yet": nothing has streamed) and the first
     other letter starts the redirect, typed in order with every key after it."""
     fake, _ = fake_model
-    asyncio.run(_burst_run(demo_root, fake_core_url, fake, before, after, cuts, gaps, lookup_s))
+    asyncio.run(_burst_run(demo_root, fake_core_url, fake, before, after, cuts, gaps, lookup_s,
+                           screen_after_keys))
 
+
+
+async def test_a_redirect_typed_at_the_streaming_review_keeps_its_letters(demo_root, fake_model, fake_core_url):
+    """While the answer streams (the review focused), a burst "x j y" is one redirect: "xjy" in
+    the prompt, no step (the j after x is a letter of it); a j before x steps."""
+    from tests.fakes.openai_server import Reply
+
+    fake, _ = fake_model
+    fake.default = Reply.text("still thinking", ttft_s=30.0)
+    for burst, want_steps in (("xjy", []), ("jxjy", [1]), ("xkjy", [])):
+        app = SparkApp(demo_root, fake_core_url)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: app.client is not None, what="core connection")  # noqa: B023
+            steps = _steps(app)
+            await pilot.click("#prompt")
+            await pilot.press(*"hello", "enter")
+            await wait_for(pilot, lambda: isinstance(app.focused, DiffView), what="the review")  # noqa: B023
+            for key in burst:
+                app.post_message(_key(key))
+            prompt = app.query_one(PromptInput)
+            await wait_for(pilot, lambda: len(prompt.value) >= len(burst) - len(want_steps),  # noqa: B023
+                           timeout=3, what="the redirect typed")
+            assert (prompt.value, steps) == (burst.replace("j", "", len(want_steps)), want_steps)
+            assert isinstance(app.focused, PromptInput)
