@@ -305,6 +305,16 @@ class SparkApp(App):
         if text:
             prompt.insert_text_at_cursor(text)
 
+    def _typing(self) -> bool:
+        """The user is typing in the prompt: it has the focus and a draft, or keys typed after
+        its Enter not yet handed on. An answer that ends then leaves the focus there: a fast
+        model's answer ends 100-300 ms after Enter, in the middle of the next prompt's words, and
+        the letters after that moment went to the review, where a, r, A, R, x decide hunks
+        ("also readme arar" typed right after Enter accepted and wrote two hunks of the demo).
+        Escape goes to the review (the footer says so)."""
+        prompt = self.query_one("#prompt", PromptInput)
+        return self.focused is prompt and (bool(prompt.value) or prompt.key_state is not KeyState.TYPING)
+
     def _redirects(self, event: events.Key) -> bool:
         """A letter the focused diff would send to the prompt (DiffView.on_key: a redirect while
         an answer streams, the next prompt when nothing is left to decide) is typed there in the
@@ -326,8 +336,11 @@ class SparkApp(App):
         (DiffView.on_key, then `_type_ahead`), any other key runs the diff's binding (j/k move, or
         say "no hunks yet"; Enter goes back to the prompt; escape stops the answer)."""
         diff = self.query_one(DiffView)
-        if not passes_key(diff, event):
-            self._to_prompt(event.character or "")
+        character = event.character
+        # the stream's rule (DiffView.on_key while it streams), also when the answer has ended
+        # since: a key typed before the user saw its end decides no hunk
+        if event.is_printable and character and character not in diff.NAVIGATION_KEYS + diff.REVIEW_KEYS:
+            self._to_prompt(character)
         else:
             await run_binding(diff, event.key)
 
@@ -735,7 +748,8 @@ class SparkApp(App):
             current = diff.current_id
             keep = current if current is not None and current in run.open else run.open[0]
             diff.select(run.hunks.index(run.hunk(keep)))
-            self._to_review()
+            if not self._typing():  # (else the letters still coming would decide hunks)
+                self._to_review()
         else:
             self._to_prompt()
         self._update_session_status()

@@ -214,3 +214,32 @@ async def test_a_redirect_typed_at_the_streaming_review_keeps_its_letters(demo_r
                            timeout=3, what="the redirect typed")
             assert (prompt.value, steps) == (burst.replace("j", "", len(want_steps)), want_steps)
             assert isinstance(app.focused, PromptInput)
+
+
+async def test_words_typed_while_the_answer_ends_stay_words(demo_root, core_url):
+    """A fast answer ends while the next prompt is being typed right after Enter: every letter
+    stays in the prompt (the focus stays there), none decides a hunk. Before, the letters after
+    the answer's end went to the review: "also readme arar" accepted and wrote two hunks."""
+    app = SparkApp(demo_root, core_url)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await wait_for(pilot, lambda: app.client is not None, what="core connection")
+        await pilot.click("#prompt")
+        await pilot.press(*PROMPT)
+        words = "also readme arar ARAR"
+
+        def typist() -> None:  # ~25 keys a second, from Enter on
+            app.post_message(_key("enter"))
+            for key in words:
+                time.sleep(0.04)
+                app.post_message(_key(key))
+
+        sender = threading.Thread(target=typist)
+        sender.start()
+        await wait_for(pilot, lambda: not sender.is_alive() and app.answer is not None and app.settled,
+                       what="the answer and the words")
+        await pilot.pause(0.1)
+        run = app.answer
+        assert run.prompt == PROMPT
+        assert run.hunks and set(run.open) == {h.id for h in run.hunks}  # nothing decided
+        assert app.query_one(PromptInput).value == words
+        assert isinstance(app.focused, PromptInput)
