@@ -80,6 +80,9 @@ SNAPSHOT_AFTER_S = 2.0  # the map snapshot is stored once file events have been 
 # and it is stored anyway when the indexer ends (the app stopping or gone: `run`'s finally).
 # A stale one (the indexer killed) costs the next launch a map build from the cached scans.
 SNAPSHOT_AFTER_DELTAS_S = 60.0
+# a duplicate snapshot stored here is read back and vouched for this long after (it must
+# have settled: core.indexing.checked.RACY_NS), while the indexer waits for events
+VOUCH_AFTER_S = 2.5
 # saves in one batch that change a file's defined names (or add or delete a file) made as
 # edits of the held map; more (a branch switch, a generator run) and the map is built whole
 MAX_EDITS_PER_BATCH = 16
@@ -117,6 +120,8 @@ class Indexer:
         self.dups_complete = False
         self.known_key: bytes | None = None  # tree key of the map snapshot the app loaded itself
         self.snapshot_due: float | None = None  # when to store the map snapshot after file events
+        self.vouch_due: float | None = None  # when to vouch for the dups snapshot stored here
+        self._vouch_tries = 0
         self.rebuilt_unstored = False  # a map built whole since the snapshot was last stored
         # the held map is of the tree now, its scans not loaded (`self.facts` holds only the
         # files rescanned since): a launch from the map snapshot whose saves were all deltas
@@ -238,9 +243,13 @@ class Indexer:
                 self.build_dups()
             while not self.stopped:
                 try:
-                    wait = None if self.snapshot_due is None else max(0.0, self.snapshot_due - time.monotonic())
+                    due = [t for t in (self.snapshot_due, self.vouch_due) if t is not None]
+                    wait = None if not due else max(0.0, min(due) - time.monotonic())
                     if not self.conn.poll(wait):
-                        self.store_map_snapshot()
+                        if self.vouch_due is not None and self.vouch_due <= time.monotonic():
+                            self.vouch_dups_snapshot()
+                        if self.snapshot_due is not None and self.snapshot_due <= time.monotonic():
+                            self.store_map_snapshot()
                         continue
                     msg = self.conn.recv()
                 except (OSError, EOFError):
@@ -612,6 +621,23 @@ class Indexer:
             self.dups.load_snapshot(path, self._dups_expect(), verify=False)
         except (OSError, SnapshotError) as exc:
             self.send("note", f"duplicate index snapshot not stored: {exc}")
+            return
+        self.vouch_due = time.monotonic() + VOUCH_AFTER_S
+        self._vouch_tries = 0
+
+    def vouch_dups_snapshot(self) -> None:
+        """Vouch for the duplicate snapshot stored here once it has settled (dup_store.
+        vouch_settled: read back in the background here, so the next launch does not read
+        it on its way to "duplicates ready"); asked again a little later while it has not."""
+        path = self._dups_snapshot_path()
+        self.vouch_due = None
+        if path is None:
+            return
+        from core.detectors.dup_store import vouch_settled
+
+        if not vouch_settled(path) and path.exists() and self._vouch_tries < 3:
+            self._vouch_tries += 1
+            self.vouch_due = time.monotonic() + VOUCH_AFTER_S
 
     def _add_cached_units(self, rel: str, stamp: Stamp, units: Any) -> bool:
         """Index a file's cached fingerprints if the file is unchanged; False otherwise."""

@@ -406,3 +406,52 @@ def test_a_snapshot_changed_within_its_time_tick_is_never_trusted(tmp_path: Path
     snap.write_bytes(data[:middle] + bytes([data[middle] ^ 0xFF]) + data[middle + 1:])
     with pytest.raises(SnapshotError):
         DuplicateIndex(root).load_snapshot(snap, expect)
+
+
+def test_a_snapshot_written_here_is_vouched_for_once_settled(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """`vouch_settled` (the indexer calls it a while after storing a snapshot): not while
+    the file is fresh; once settled, its checksum is computed from the file and, matching,
+    it is vouched for, so the next load does not read it whole. A file changed in place
+    since it was written (same size, mtime put back) does not match: never vouched for,
+    and its next load refuses it."""
+    import time
+
+    from core.detectors import dup_store
+    from core.indexing import checked
+
+    root, built, snap, expect = _saved(tmp_path)
+    assert not checked.stamp_file(snap).exists()  # written just now: too fresh to vouch for
+    assert not dup_store.vouch_settled(snap)
+    monkeypatch.setattr(checked, "RACY_NS", 50_000_000)  # (shortened; waited out below)
+    time.sleep(0.06)
+    assert dup_store.vouch_settled(snap, chunk=4096)  # (small chunks: the read loop)
+    calls: list[int] = []
+    real = dup_store.zlib
+
+    class CountingZlib:
+        @staticmethod
+        def crc32(data: Any, value: int = 0) -> int:
+            calls.append(1)
+            return real.crc32(data, value)
+
+    monkeypatch.setattr(dup_store, "zlib", CountingZlib)
+    loaded = DuplicateIndex(root)
+    loaded.load_snapshot(snap, expect)
+    assert calls == []  # vouched for: not read for its checksum
+    assert loaded.check_source(RENAMED, "new.py") == built.check_source(RENAMED, "new.py")
+    monkeypatch.setattr(dup_store, "zlib", real)
+    # another snapshot, damaged in place before it settled
+    other = tmp_path / "other.snapshot"
+    built.save_snapshot(other, {}, expect)
+    st = other.stat()
+    data = bytearray(other.read_bytes())
+    data[len(data) // 3] ^= 0xFF
+    with open(other, "r+b") as fh:
+        fh.write(data)
+    os.utime(other, ns=(st.st_atime_ns, st.st_mtime_ns))
+    time.sleep(0.06)
+    assert not dup_store.vouch_settled(other)
+    assert not checked.stamp_file(other).exists()
+    with pytest.raises(SnapshotError, match="checksum"):
+        DuplicateIndex(root).load_snapshot(other, expect)

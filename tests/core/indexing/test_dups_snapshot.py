@@ -238,3 +238,36 @@ def test_the_cache_opens_after_an_unchanged_trees_index_is_ready(tmp_path, monke
         svc.stop()  # (the indexer's end joins the cache's opening)
     assert order.count("open") == 1 and "dups ready" in order
     assert (order.index("open") > order.index("dups ready")) == (change == "none"), order
+
+
+def test_the_indexer_vouches_for_the_snapshot_it_stored(tmp_path, monkeypatch):
+    """A snapshot stored by the indexer is too fresh to vouch for when written; the indexer
+    reads it back once it has settled (while it waits for events), so the next launch maps
+    it without reading all of it for its checksum."""
+    import json
+    import os
+    import time
+
+    from core.indexing import checked
+
+    monkeypatch.setattr(checked, "RACY_NS", 100_000_000)
+    monkeypatch.setattr(worker, "VOUCH_AFTER_S", 0.15)
+    root = generate(tmp_path / "repo", 24, 3)
+    cache_dir = tmp_path / "cache"
+    svc = _service(root, cache_dir)
+    snap = _snapshot_file(root, cache_dir)
+    try:
+        deadline = time.monotonic() + 30
+        while not checked.stamp_file(snap).exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        svc.stop()
+    stamp = json.loads(checked.stamp_file(snap).read_text())
+    st = os.stat(snap)
+    assert stamp["identity"] == [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+    _forbid_rebuild(monkeypatch)
+    second = _service(root, cache_dir)
+    try:
+        assert sorted(_answers(second.check_source, root)) == sorted(_fresh(root))
+    finally:
+        second.stop()
