@@ -513,7 +513,17 @@ class StreamingParser:
                 f"(line {f.stray_marker}), as if it were a SEARCH/REPLACE block missing its "
                 f"markers; not applied"))
             return []
+        if f.path and not f.had_block and not f.body:
+            self._prev_line = f.path  # "a.py", a stray ``` and its closing: still a.py
+            return []
         if not (f.path and not f.had_block and f.body and not f.stray_marker):
+            return []
+        if len(body) > 1 and _decorated_path(body[-1]):
+            self.errors.append(ParseError(
+                f.start_line, f.path,
+                f"whole-file block for {f.path} (line {f.start_line}) ends with a path "
+                f"line ({body[-1].strip()!r}), as if its closing fence were lost and that "
+                f"line named the next block's file; not applied"))
             return []
         if f.inner_open:
             self.errors.append(ParseError(
@@ -963,6 +973,15 @@ def _trailing_cut(lines: list[str], unprefixed: int, *, blank_only: bool) -> int
     while n < unprefixed and not lines[len(lines) - 1 - n].strip():
         n += 1
     return n
+
+
+def _decorated_path(line: str) -> bool:
+    """A line shaped as the path line before a block (`a.py:`, `**a.py**`, `` `a.py` ``,
+    `# a.py`, `File: a.py`): never the last line of a file's content; a bare `a.py` may be
+    (a list of files), so it is not one."""
+    s = line.strip()
+    path = clean_path(s)
+    return path is not None and s.removeprefix("./") != path
 
 
 def _prose_file(path: str) -> bool:

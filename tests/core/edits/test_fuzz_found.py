@@ -137,6 +137,18 @@ CASES = [
         ">>>>>>> REPLACE\n",
         [("a.py", "x = 1\n", ""), ("new.py", "y\n", ""), ("new.py", "z\n", "")], set(),
         id="pathless-block-after-a-path-line-inside-a-named-fence"),
+    pytest.param(
+        # a whole file's closing fence lost: the next block's path line and fence end
+        # it; the file was written with "pkg/new2.py:" as its last line
+        f"a.py\n{F}python a.py\nfor i in r:\npass\npkg/new2.py:\n`````\nx\n`````\n",
+        [], {"a.py"}, id="whole-file-ending-in-the-next-blocks-path-line"),
+    pytest.param(
+        # a stray ``` after a path line, closed by the block's own longer fence line: the
+        # path still names the block (it went to the previous block's file)
+        f"x.py\n{F}\n<<<<<<< SEARCH\n=======\nq\n>>>>>>> REPLACE\n{F}\n**b.py**\n{F}\n````\n"
+        "<<<<<<< SEARCH\nx = 1\n=======\nreturn x\n>>>>>>> REPLACE\n````\n",
+        [("x.py", "", "q\n"), ("b.py", "x = 1\n", "return x\n")], set(),
+        id="empty-stray-fence-after-a-path-line"),
 ]
 
 

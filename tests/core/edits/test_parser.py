@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.edits.parser import Edit, StreamingParser, clean_path, parse_edits
+from core.edits.parser import Edit, StreamingParser, _decorated_path, clean_path, parse_edits
 from core.edits.placeholders import bare_elision, stand_in_comment
 
 SR = """Sure, two changes.
@@ -194,8 +194,9 @@ _line = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc"),
                                        blacklist_characters="\n\r`<>=\x85\u2028\u2029\ufeff"),
                 max_size=30)
 # a line that stands in for code ("...", "# code here") is refused by design, not content
+# and a path line (`a.py:`, `**a.py**`) ending a whole file reads as the next block's
 _line = _line.filter(lambda s: bare_elision("x.py", [], [s]) is None
-                     and stand_in_comment([], [s]) is None)
+                     and stand_in_comment([], [s]) is None and not _decorated_path(s))
 _lines = st.lists(_line, max_size=6)
 _path = st.from_regex(r"[a-z]{1,8}(/[a-z]{1,8})?\.(py|txt|md)", fullmatch=True)
 
