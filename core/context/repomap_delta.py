@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -448,9 +448,12 @@ class MapIndex:
     mention a name that becomes defined. Valid for one vocab and the maps that share its
     node numbering (a body delta keeps it; an edit renumbers it here)."""
 
-    def __init__(self, vocab: RefVocab, scans: Mapping[str, FileFacts]) -> None:
+    def __init__(self, vocab: RefVocab, scans: Mapping[str, FileFacts],
+                 mentions: Callable[[list[int]], set[str]] | None = None) -> None:
         self.vocab = vocab
         self.scans = scans  # the indexer's current scans (the new ones of rescanned files)
+        # who mentions these ids, when the scans are not all held (the indexer asks its cache)
+        self._find = mentions
         self._key: tuple[object, object] | None = None
         self.node_of = np.zeros(0, dtype=np.int64)
         self.weight_of = np.zeros(0)
@@ -504,6 +507,8 @@ class MapIndex:
         """The files (of the current scans) whose references include any of `vids`."""
         if not vids:
             return set()
+        if self._find is not None:
+            return self._find(vids)
         scans = self.scans
         stale = [rel for rel, f in scans.items() if self._seen.get(rel) is not f]
         if len(stale) > 256 or not self._seen:

@@ -428,7 +428,8 @@ def test_the_first_save_after_a_launch_from_the_snapshot_loads_no_scans(tmp_path
     """Second launch (the map from its snapshot): the first saved body is a delta too,
     with no scans loaded and no build; a file changed before it without an event (lost) is
     rescanned and spliced with it; the app's map then equals a fresh build. A new name
-    afterwards loads the scans (who mentions it) and is an edit of the map, not a build."""
+    afterwards is an edit of the map with still no scans loaded: the files that mention it
+    (one not touched since the first launch) are found in the cache, and their rows redone."""
 
     from bench.repo_gen import generate
     from core.context import repomap
@@ -437,6 +438,8 @@ def test_the_first_save_after_a_launch_from_the_snapshot_loads_no_scans(tmp_path
     from core.indexing.service import IndexService
 
     root = generate(tmp_path / "repo", 20, 1)
+    files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.py"))
+    (root / files[8]).write_text((root / files[8]).read_text() + "\nprint(zz_used_later(1))\n")
     cache = cache_file(root, tmp_path / "cache")
     first = IndexService(root, repomap.RepoMap(root), cache_path=cache).start()
     assert first.wait(120)
@@ -454,16 +457,23 @@ def test_the_first_save_after_a_launch_from_the_snapshot_loads_no_scans(tmp_path
     try:
         assert svc.wait(120) and _holds_fresh_map(repo_map, root, real_build)
         builds.clear()
-        files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.py"))
         (root / files[5]).write_text("# no event for this one\n" + (root / files[5]).read_text())
         (root / files[4]).write_text("# saved\n" + (root / files[4]).read_text() + "\nprint(len(files))\n")
         repo_map.on_file_event(files[4])
         assert _holds_fresh_map(repo_map, root, real_build)
         assert not builds and not loads
-        (root / files[6]).write_text((root / files[6]).read_text() + "\n\ndef zz_new_name(x):\n    return x\n")
+        (root / files[6]).write_text((root / files[6]).read_text() + "\n\ndef zz_used_later(x):\n    return x\n")
         repo_map.on_file_event(files[6])
         assert _holds_fresh_map(repo_map, root, real_build)
-        assert not builds and loads == [1]
+        graph = repo_map._graph
+        assert graph is not None and graph.file_index[files[8]] in graph.graph.src[
+            graph.graph.dst == graph.ident_index["zz_used_later"]]  # (files[8]'s row redone)
+        (root / "zz_new.py").write_text("def zz_newer(x):\n    return zz_used_later(x)\n")
+        repo_map.on_file_event("zz_new.py")
+        (root / files[8]).unlink()
+        repo_map.on_file_event(files[8])
+        assert _holds_fresh_map(repo_map, root, real_build)
+        assert not builds and not loads
     finally:
         svc.stop()
 
