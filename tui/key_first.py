@@ -147,9 +147,10 @@ class KeyFirstScreen(Screen):
     def _on_timer_update(self) -> None:
         first = getattr(self.app, "keys_first", None)
         if first is not None and first("frame"):
-            try:
-                self._update_timer.resume()  # (a key frame's call finds it paused: its tick looks again)
+            try:  # (a key frame's call finds the timer paused: its next tick looks again)
+                self._update_timer.resume()
                 return
             except AttributeError:  # a Textual without it: drawn now, as Textual would
-                log.warning("key first: this Textual's screen timer differs; frames not held", exc_info=True)
+                log.warning("key first: this Textual's screen timer differs; frames not held",
+                            exc_info=True)
         super()._on_timer_update()
