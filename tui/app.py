@@ -292,7 +292,8 @@ class SparkApp(App):
         prompt = self.query_one("#prompt", PromptInput)
         diff = self.query_one(DiffView)
         if prompt.key_state is KeyState.TYPING:
-            diff.focus()
+            if not prompt.pass_keys(diff, self._diff_key):  # (Escape in the prompt: the keys after it)
+                diff.focus()
         elif after_enter and prompt.holding:
             prompt.hand_over(diff, self._review_key)
 
@@ -329,6 +330,15 @@ class SparkApp(App):
             return False
         self._to_prompt(event.character)
         return True
+
+    async def _diff_key(self, event: events.Key) -> None:
+        """A key typed in the prompt right after the one that took the focus to the review
+        (Escape), taken as the focused diff takes it now (DiffView.on_key, then its binding)."""
+        diff = self.query_one(DiffView)
+        if not passes_key(diff, event):
+            self._to_prompt(event.character or "")
+        else:
+            await run_binding(diff, event.key)
 
     async def _review_key(self, event: events.Key) -> None:
         """A key typed between Enter and the answer's first screen, taken as the focused diff

@@ -243,3 +243,25 @@ async def test_words_typed_while_the_answer_ends_stay_words(demo_root, core_url)
         assert run.hunks and set(run.open) == {h.id for h in run.hunks}  # nothing decided
         assert app.query_one(PromptInput).value == words
         assert isinstance(app.focused, PromptInput)
+
+
+async def test_escape_then_j_walks_the_review(demo_root, core_url):
+    """A draft in the prompt, then Escape j j as one burst: the j's step the review (Escape's
+    binding runs in its place among the keys); the draft is kept. Before, the j's were typed
+    into the draft and then the review got the focus."""
+    app = SparkApp(demo_root, core_url)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await wait_for(pilot, lambda: app.client is not None, what="core connection")
+        await pilot.click("#prompt")
+        await pilot.press(*PROMPT, "enter")
+        await wait_for(pilot, lambda: app.answer is not None and app.settled, what="the answer")
+        await pilot.press("i", *"next")
+        await wait_for(pilot, lambda: app.query_one(PromptInput).value == "next", what="the draft")
+        steps = _steps(app)
+        for key in ["escape", "j", "j"]:
+            app.post_message(_key(key))
+        await wait_for(pilot, lambda: isinstance(app.focused, DiffView) and len(steps) >= 2,
+                       timeout=3, what="the review, two steps")
+        await pilot.pause(0.1)
+        assert steps == [1, 1]
+        assert app.query_one(PromptInput).value == "next"

@@ -119,6 +119,7 @@ class PromptInput(Input):
         self._target: Widget | None = None
         self._review_key: ReviewKey | None = None
         self._drain_posted = False
+        self._in_binding = False  # a key's binding runs here (pass_keys)
 
     def _watch_value(self, value: str) -> None:
         if not self.styles.auto_dimensions:
@@ -142,6 +143,17 @@ class PromptInput(Input):
         move, go to `review_key` in order; then `target` gets the focus."""
         self.post_message(_HandOver(target, review_key))
 
+    def pass_keys(self, target: Widget, take: ReviewKey) -> bool:
+        """The key this Input is handling moved the focus to `target` (Escape: back to the
+        review): the keys queued here behind it go to `take`, in order, then the focus moves (as
+        `hand_over`). False, and nothing changes, when not called from inside this Input's own
+        handling of a key (the caller then moves the focus itself)."""
+        if not self._in_binding or self.key_state is not KeyState.TYPING:
+            return False
+        self.key_state = KeyState.HANDING
+        self._target, self._review_key = target, take
+        return True
+
     def stop_handing(self) -> None:
         """The review gave the keys back (a letter started a redirect, or Enter): the keys still
         queued here are typed here, and the focus stays."""
@@ -156,7 +168,16 @@ class PromptInput(Input):
                 event.stop()
                 event.prevent_default()  # neither Input's key handler nor its enter binding runs
                 await self._submit()
-            return  # (other keys: Input's own handler, next in the MRO)
+            elif not event.is_printable:  # its binding in its place among the keys, as Enter:
+                self._in_binding = True  # at the App it ran after the keys queued behind it were
+                try:  # typed (Escape j j: "jj" typed, then the review got the focus)
+                    ran = await run_binding(self, event.key)
+                finally:
+                    self._in_binding = False
+                if ran:
+                    event.stop()  # (not again at the App; Input's handler still restarts the blink)
+                    self._focus_target_if_idle()
+            return  # (printable keys: Input's own handler, next in the MRO)
         event.stop()
         event.prevent_default()
         await self._take(event)
