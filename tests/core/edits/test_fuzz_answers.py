@@ -53,6 +53,7 @@ class Block:
     exact: bool  # an exact, unique, non-overlapping SEARCH into an existing file
     more: tuple[tuple[str, str, str], ...] = ()  # further edits it means (diff hunks)
     own_path: bool = True  # names its file (False: it relies on the block before it)
+    whole: bool = False  # a whole-file block
 
 
 lines_st = st.lists(st.sampled_from(WORDS), min_size=0, max_size=12)
@@ -266,7 +267,7 @@ def model_blocks(draw, files: dict[str, str], prev: str | None):
         else:
             deco = draw(st.sampled_from(["{}", "**{}**", "`{}`", "{}:"]))
             text = f"{deco.format(path)}\n{fence}{lang}\n{r_txt}{fence}\n"
-        return Block(text, (path, "", r_txt), False)
+        return Block(text, (path, "", r_txt), False, whole=True)
     new = _mlines(draw, path, 0, 8)
     shape = draw(st.integers(0, 5))
     if old and shape:
@@ -320,13 +321,20 @@ def model_answers(draw):
         else:
             parts.insert(k, stray)
     lines = "".join(parts).split("\n")
+    # a whole file's fence lines are never dropped: its content may be any lines, even a
+    # bare path line and a code block, so without its fence the answer means another file
+    wholes, keep, at = {b.text for b in bs if b.whole}, set(), 0
+    for part in parts:
+        if part in wholes:
+            keep |= set(range(at, at + part.count("\n")))
+        at += part.count("\n")
     if corrupt == "drop":  # a marker or fence line, never a content line that looks like one
         content = {x for b in bs if b.intended for t in (b.intended, *b.more)
                    for x in (t[1] + t[2]).splitlines()}
         paths = [t[0] for b in bs if b.intended for t in (b.intended, *b.more)]
         marks = [k for k, ln in enumerate(lines)  # (a fence naming the file: lost with it)
                  if ln.lstrip().startswith(MARKERS) and ln not in content
-                 and not any(p in ln for p in paths)]
+                 and not any(p in ln for p in paths) and k not in keep]
         if marks:
             del lines[draw(st.sampled_from(marks))]
     elif corrupt == "mixed":
