@@ -11,10 +11,13 @@ that width: it only bounds the horizontal scroll inside the box, which reads
 `virtual_size` directly. So this Input stores the new virtual size without the layout.
 An Input sized `auto` keeps the layout (its own size does depend on its text).
 
-Enter submits in its place among the keys typed. Input's Enter is a binding, and Textual
-runs a widget's bindings only once the key has bubbled up to the App, by which time the
-Input has already inserted the keys queued after it: a fast typist's (or a held j's)
-letters after Enter were part of the prompt sent.
+Enter submits in its place among the keys typed, and any other non-printable key runs its
+binding there too (`run_binding`). Input's Enter is a binding, and Textual runs a widget's
+bindings only once the key has bubbled up to the App, by which time the Input has already
+inserted the keys queued after it: a fast typist's (or a held j's) letters after Enter were
+part of the prompt sent, and Escape j j typed "jj" before the review got the focus. When
+such a binding takes the focus to the review (Escape), the keys queued behind it are passed
+on in order (`pass_keys`, as a hand-over below).
 
 Keys after Enter. A 1,000 tok/s model's answer is on screen 20-300 ms after Enter, and a
 user who knows it presses j at once to walk the hunks that will come. Until the answer's
