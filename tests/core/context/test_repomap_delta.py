@@ -552,3 +552,45 @@ def test_an_edit_that_does_not_fit_the_map_held_is_refused():
         assert not app.apply_deltas([bad], (1, 1, True))
         assert app._graph is graph
     assert app.apply_deltas([edit], (1, 1, True)) and app._graph is not graph
+
+
+def test_a_scanless_edit_without_every_scan_in_the_cache_loads_the_scans(tmp_path, monkeypatch):
+    """Second launch, a mapped file's cached scan gone from the cache: a name-changing save
+    cannot find every file that mentions the new name there, so the scans are loaded (then
+    the map is edited, not built) and the map equals a fresh build."""
+    import sqlite3
+
+    from bench.repo_gen import generate
+    from core.context import repomap
+    from core.indexing import worker
+    from core.indexing.cache import cache_file
+    from core.indexing.service import IndexService
+
+    root = generate(tmp_path / "repo", 12, 1)
+    files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.py"))
+    (root / files[3]).write_text((root / files[3]).read_text() + "\nprint(zz_used_later(1))\n")
+    cache = cache_file(root, tmp_path / "cache")
+    first = IndexService(root, repomap.RepoMap(root), cache_path=cache).start()
+    assert first.wait(120)
+    first.stop()
+    db = sqlite3.connect(cache)
+    db.execute("UPDATE files SET tags = NULL WHERE path = ?", (files[3],))  # (its scan: not in the cache)
+    db.commit()
+    db.close()
+    real_build = repomap.build_graph
+    loads: list[int] = []
+    builds: list[int] = []
+    monkeypatch.setattr(repomap, "build_graph", lambda *a, **k: builds.append(1) or real_build(*a, **k))
+    real_load = worker.Indexer._load_map_scans
+    monkeypatch.setattr(worker.Indexer, "_load_map_scans", lambda self: loads.append(1) or real_load(self))
+    repo_map = repomap.RepoMap(root)
+    svc = IndexService(root, repo_map, cache_path=cache).start()
+    try:
+        assert svc.wait(120) and _holds_fresh_map(repo_map, root, real_build)
+        builds.clear()
+        (root / files[6]).write_text((root / files[6]).read_text() + "\n\ndef zz_used_later(x):\n    return x\n")
+        repo_map.on_file_event(files[6])
+        assert _holds_fresh_map(repo_map, root, real_build)
+        assert loads == [1] and not builds
+    finally:
+        svc.stop()
