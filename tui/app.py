@@ -53,7 +53,8 @@ from tui.widgets.status import StatusBar, edge_note
 from tui.widgets.verify_panel import VerifyPanel
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Coroutine
+    from typing import Any
 
     from textual.timer import Timer
 
@@ -186,6 +187,13 @@ class SparkApp(App):
             return True
         self._keys.dropped(message)
         return False
+
+    def _post_message(self, message: Message) -> Coroutine[Any, Any, bool]:
+        """A key from the terminal's driver thread (Driver.send_message runs this coroutine on the
+        loop two turns later: a task, then its step) counts as queued from the press."""
+        if isinstance(message, events.Key) and not message.is_forwarded:
+            self._keys.posted(message)
+        return super()._post_message(message)
 
     def keys_first(self, who: str) -> bool:
         """True when `who` (the screen's frame, a pass's draw, the paint) waits for the keys

@@ -55,8 +55,10 @@ class KeyQueue:
         self._held: dict[str, float] = {}  # who waits for keys (yields), since when
 
     def posted(self, key: events.Key) -> None:
+        """(Again for a key already counted: the driver's press, then its post on the loop.)"""
         with self._lock:
-            self._keys.append((_clock(), key, False))
+            if not any(other is key for _, other, _ in self._keys):
+                self._keys.append((_clock(), key, False))
 
     def dropped(self, key: events.Key) -> None:
         """Posting it failed (the app closing): it never comes."""

@@ -426,3 +426,32 @@ def test_key_queue_against_a_model(ops):
             assert queue.waiting() is expected
     finally:
         key_first._clock = original
+
+
+async def test_a_key_from_the_drivers_thread_counts_as_queued_from_its_press(demo_root, core_url):
+    """Textual's drivers hand a key to the loop as `app._post_message(key)`, run two loop turns
+    later (a task, then its step): the app counts it from the call, in the driver's thread.
+    (Fails too when Textual's Driver stops sending keys this way: then they count from post_message.)"""
+    import inspect
+    import threading
+
+    from textual.driver import Driver
+
+    assert "_post_message(" in inspect.getsource(Driver.send_message)
+    app = SparkApp(demo_root, core_url)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await _streaming(app, pilot)
+        loop = asyncio.get_running_loop()
+        key = events.Key("j", "j")
+        seen: list[bool] = []
+
+        def driver() -> None:
+            asyncio.run_coroutine_threadsafe(app._post_message(key), loop)
+            seen.append(app._keys.waiting())
+
+        thread = threading.Thread(target=driver)
+        thread.start()
+        thread.join()
+        assert seen == [True], "queued from the press, before the loop ran it"
+        await wait_for(pilot, lambda: app.query_one(DiffView).current == 1, what="the j handled")
+        assert not app._keys.waiting(), "counted once: done when handled"
