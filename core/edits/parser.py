@@ -293,6 +293,7 @@ class StreamingParser:
         # the last fence closed may have lost its own closing line: it held lines after
         # its block, or it named no file and held no block (a stray fence line opened it)
         self._lost_close = False
+        self._empty_named: str | None = None
         self._last_path: str | None = None
         self._block: _Block | None = None
         self._fence: _Fence | None = None
@@ -443,6 +444,8 @@ class StreamingParser:
                 # a fence line after a path line closes this fence, but may have been
                 # meant to open the next block's (this fence's closing line was lost)
                 self._lost_close = f.after_block > 0 if f.had_block else f.path is None
+                # "a.py", a stray ``` and its closing line: a SEARCH block next is a.py's
+                self._empty_named = f.path if not f.had_block and not f.body else None
                 return self._close_fence(f)
             if not f.had_block and not f.body and not f.lang and (
                     line.startswith("diff --git ") or line.startswith("--- ")
@@ -513,9 +516,6 @@ class StreamingParser:
                 f"(line {f.stray_marker}), as if it were a SEARCH/REPLACE block missing its "
                 f"markers; not applied"))
             return []
-        if f.path and not f.had_block and not f.body:
-            self._prev_line = f.path  # "a.py", a stray ``` and its closing: still a.py
-            return []
         if not (f.path and not f.had_block and f.body and not f.stray_marker):
             return []
         if len(body) > 1 and _decorated_path(body[-1]):
@@ -565,6 +565,8 @@ class StreamingParser:
         if f is None and self._lost_close and _fence_line(named) is not None \
                 and clean_path(self._prev2, self.exists):
             named = self._prev2  # "1. `b.py`", "~~~~" (closing a ~~~ fence), SEARCH
+        elif f is None and self._empty_named and _fence_line(named) is not None:
+            named = self._empty_named
         inner = _fence_line(named) if f is not None else None
         if inner is not None:
             # a path line (or a lone word), then a fence line that could not open a fence

@@ -149,6 +149,11 @@ CASES = [
         "<<<<<<< SEARCH\nx = 1\n=======\nreturn x\n>>>>>>> REPLACE\n````\n",
         [("x.py", "", "q\n"), ("b.py", "x = 1\n", "return x\n")], set(),
         id="empty-stray-fence-after-a-path-line"),
+    pytest.param(
+        # (a guard, not a bug of the base: the first form of the fix above made this
+        # code block a whole file for a.py) an empty block after a path line, then prose
+        f"a.py\n{F}python\n{F}\n{F}\nstray\n{F}\n", [], set(),
+        id="empty-fence-after-a-path-line-then-a-code-block"),
 ]
 
 
