@@ -38,7 +38,7 @@ def _steps(app: SparkApp) -> list[int]:
         steps.append(direction)
         real(direction)
 
-    app._step_hunk = step  # type: ignore[method-assign]
+    app._step_hunk = step  # type: ignore[method-assign,assignment]
     return steps
 
 
@@ -165,7 +165,7 @@ async def _burst_run(root, url, fake, before: str, after: str, cuts: list[int], 
             pass  # (the asserts below say what differs)
         await pilot.pause(0.1)
         assert not sender.is_alive()
-        assert app.answer.prompt == before.strip()  # exactly the keys before Enter
+        assert app.answer is not None and app.answer.prompt == before.strip()  # exactly the keys before Enter
         assert steps == want_steps
         assert prompt.value == want_typed
         assert isinstance(app.focused, want_focus)
