@@ -118,14 +118,14 @@ class Workstation:
                  guards: dict | None = None) -> None:
         from core.context.ai_comments import AICommentTracker
         from core.context.prompt import ChatContext
-        from core.detectors.duplicates import DuplicateIndex
         from core.guards.dwell import DwellGuard
         from core.guards.sensitive import SensitivePolicy
         from core.report.recorder import SessionRecorder
 
         self.root = Path(root)
         self.workspace = Workspace(self.root)
-        self.dups = DuplicateIndex(self.root)
+        self._dups: Any = None  # see `dups`
+        self._dups_lock = threading.Lock()
         self.dups_ready = False
         self.growth: GrowthMeter | None = None
         self.sensitive = SensitivePolicy.from_config(guards)
@@ -169,6 +169,27 @@ class Workstation:
         self.session_findings: dict[str, int] = {}
         self.slop_findings = 0
         self.slop_added_lines = 0
+
+    @property
+    def dups(self) -> Any:
+        """The duplicate index checks ask: a `DuplicateIndex` made here on first use, or what
+        `attach` (core.indexing.service) put in its place (the indexer's, asked remotely).
+        Made on first use: its modules import numpy, which the app's first frame does not
+        need (see ChatContext.repo_map)."""
+        found = self._dups
+        if found is None:
+            with self._dups_lock:
+                found = self._dups
+                if found is None:
+                    from core.detectors.duplicates import DuplicateIndex
+
+                    found = self._dups = DuplicateIndex(self.root)
+        return found
+
+    @dups.setter
+    def dups(self, value: Any) -> None:
+        with self._dups_lock:
+            self._dups = value
 
     # -- indexing (worker thread) ----------------------------------------------------------
     def build_indexes(self) -> None:

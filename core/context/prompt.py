@@ -19,17 +19,18 @@ ContextOverflow and a report saying what to drop.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+import threading
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.context.ai_comments import ai_comment_prompt, find_ai_comments
 from core.context.files import ChatFile, ChatFiles, ContextError, FileContent
-from core.context.repomap import RepoMap
 from core.context.tokens import message_tokens
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # (the map's module pulls in numpy: made on first use, see ChatContext.repo_map)
+    from core.context.repomap import RepoMap
     from core.workspace.files import Workspace
 
 __all__ = [
@@ -174,13 +175,50 @@ class ChatContext:
             raise ContextError(f"a reserve of {self.reserve} tokens for the answer leaves no "
                                f"room for the request in a {window}-token window")
         self.map_tokens = map_tokens if map_tokens is not None else _default_map_tokens(window)
-        self.repo_map = RepoMap(self.root)
+        self._repo_map: RepoMap | None = None
+        self._repo_map_lock = threading.Lock()
+        self._repo_map_hooks: list[Callable[[RepoMap], None]] = []
         self._files = ChatFiles(workspace, max(256, (window - self.reserve) // 2),
-                                tree_files=self.repo_map.all_files)
+                                tree_files=lambda: self.repo_map.all_files())
         self.history: list[Turn] = []
         self.rejections: list[Rejection] = []
         self._sent: list[Rejection] | None = None  # rejections the last request carried
         self.last_usage: dict[str, Any] | None = None
+
+    @property
+    def repo_map(self) -> RepoMap:
+        """The repository's map, made on first use (thread-safe). Its module imports numpy
+        (with the map's other modules ~70-100 ms of CPU): made with the context, that was
+        on the app's way to its first frame, which needs no map (the indexes install it
+        after that frame). `when_repo_map` hooks run on the map as it is made."""
+        found = self._repo_map
+        if found is None:
+            with self._repo_map_lock:
+                found = self._repo_map
+                if found is None:
+                    from core.context.repomap import RepoMap
+
+                    found = RepoMap(self.root)
+                    for hook in self._repo_map_hooks:
+                        hook(found)
+                    self._repo_map = found
+        return found
+
+    @repo_map.setter
+    def repo_map(self, value: RepoMap) -> None:
+        with self._repo_map_lock:
+            self._repo_map = value
+
+    def when_repo_map(self, hook: Callable[[RepoMap], None]) -> None:
+        """Run `hook` on the map as soon as it is made (at once when it is), before anyone
+        else can use it (e.g. a background indexer's feeding: no map renders scanning the
+        tree itself in between)."""
+        with self._repo_map_lock:
+            found = self._repo_map
+            if found is None:
+                self._repo_map_hooks.append(hook)
+                return
+        hook(found)
 
     def resize(self, window: int) -> None:
         """Switch to another profile's window, keeping files and conversation: the answer's

@@ -199,10 +199,15 @@ def _discard(handle: _Preload) -> None:
 class IndexService:
     """One repository's background indexer, seen from the app."""
 
-    def __init__(self, root: Path, repo_map: RepoMap, *, use_cache: bool = True,
+    def __init__(self, root: Path, repo_map: RepoMap | Callable[[], RepoMap], *, use_cache: bool = True,
                  cache_path: Path | None = None, in_process: bool | None = None) -> None:
+        """`repo_map`: the map to feed, or what makes it on first use (the app's: `attach`),
+        which this service then asks for only after the app's first frame, on a second
+        launch's path (the map's modules import numpy: ~70-100 ms of the app's start). A
+        map made that way must be fed by whoever makes it (`attach`: ChatContext.when_repo_map)."""
         self.root = Path(root).resolve()
-        self.repo_map = repo_map
+        self._repo_map: RepoMap | None = None if callable(repo_map) else repo_map
+        self._make_repo_map: Callable[[], RepoMap] | None = repo_map if callable(repo_map) else None
         self.use_cache = use_cache
         self.cache_path = cache_path
         self.in_process = in_process
@@ -237,9 +242,18 @@ class IndexService:
         self._started = True
         # the ranking's imports and warm-up wait for the app's first frame and the duplicate
         # index (_warm_after_first_frame), not a fixed moment after this start
-        self.repo_map.use_external_index(on_event=self.on_file_event, prepare=False)
+        if self._repo_map is not None:  # (one made later is fed by its maker: see __init__)
+            self._repo_map.use_external_index(on_event=self.on_file_event, prepare=False)
         threading.Thread(target=self._run, name="spark-index", daemon=True).start()
         return self
+
+    @property
+    def repo_map(self) -> RepoMap:
+        found = self._repo_map
+        if found is None:
+            assert self._make_repo_map is not None
+            found = self._repo_map = self._make_repo_map()
+        return found
 
     def stop(self) -> None:
         """End the indexer (the child process exits; a thread ends after its file)."""
@@ -414,7 +428,11 @@ class IndexService:
                 self._early = None
             return
         self._tree = tree
-        self.repo_map.install(files=tree.files)
+        # the app's path (the stored map read after its first frame): the map, made on first
+        # use, gets the listing then too (`_install_deferred_map`)
+        listing_later = deferred is not None and self._repo_map is None
+        if not listing_later:
+            self.repo_map.install(files=tree.files)
         sources = len(tree.tokens)
         in_process = self.in_process if self.in_process is not None else sources < IN_PROCESS_BELOW
         if started is not None:
@@ -460,10 +478,12 @@ class IndexService:
             # an unchanged tree: the indexer sends no map, and its replies (the duplicate
             # index ready) need not wait for this read
             self._map_pending = True
-            threading.Thread(target=self._install_deferred_map, args=(deferred, known_key, tree.key, sources),
+            threading.Thread(target=self._install_deferred_map,
+                             args=(deferred, known_key, tree.key, sources, tree.files if listing_later else None),
                              name="spark-index-map", daemon=True).start()
         elif deferred is not None:  # the indexer rescans: its maps wait in the socket meanwhile
-            self._install_deferred_map(deferred, known_key, tree.key, sources)
+            self._install_deferred_map(deferred, known_key, tree.key, sources,
+                                       tree.files if listing_later else None)
         self._read(parent)
 
     def _take_cached_map(self, trusted: bytes | None, key: bytes, sources: int) -> None:
@@ -482,13 +502,16 @@ class IndexService:
             self._warm_after_first_frame()  # a request meanwhile ranks on it
 
     def _install_deferred_map(self, deferred: bytes, known_key: bytes | None, key: bytes,
-                              sources: int) -> None:
+                              sources: int, files: list[str] | None = None) -> None:
         """The cached map whose key the indexer was told (`_Preload`), read now that the
-        app's first frame is up. Unreadable by now (or another one): the indexer, told the
-        app held it, is asked to send it."""
+        app's first frame is up (and the tree's listing, `files`, given to the map then).
+        Unreadable by now (or another one): the indexer, told the app held it, is asked to
+        send it."""
         try:
             if self._first_frame is not None:
                 self._first_frame.wait(WARM_AFTER_FRAME_S)
+            if files is not None:
+                self.repo_map.install(files=files)
             trusted = self._install_cached_map()
             if trusted != deferred and known_key is not None:
                 self._map_resent = True  # its "map unchanged" (graph None) must not count
@@ -677,7 +700,11 @@ def attach(station: Any, **options: Any) -> IndexService:
     """Give a `Workstation` a background indexer: its repo map is fed from it, its
     duplicate checks go to it, its growth meter starts when the tree's lines are counted.
     Returns the started service (`station.indexes`)."""
-    service = IndexService(station.root, station.context.repo_map, **options)
+    context = station.context
+    # the map is made when first needed (ChatContext.repo_map: on a second launch after
+    # the app's first frame), and fed by this service from the moment it is made
+    service = IndexService(station.root, lambda: context.repo_map, **options)
+    context.when_repo_map(lambda made: made.use_external_index(on_event=service.on_file_event, prepare=False))
 
     def growth(lines: int) -> None:
         # imported when the count arrives: the meter pulls in the slop detector (~0.15 s),

@@ -408,3 +408,34 @@ def test_events_waiting_together_cost_one_map(tmp_path):
     assert dict(ix._graph.ident_index.items()) == dict(want.ident_index.items())
     assert {f"added_{n}" for n in range(3)} <= set(ix._graph.ident_index)
     assert (ix._graph.graph.src == want.graph.src).all() and (ix._graph.graph.dst == want.graph.dst).all()
+
+
+def test_the_apps_map_is_made_after_its_first_frame_and_fed_by_the_indexer(tmp_path, monkeypatch):
+    """The app's map (ChatContext.repo_map) is made on first use: its modules import numpy
+    (~70-100 ms of the app's start). `attach` hands the service a maker, not the map: on a
+    second launch the service sends the indexer its "init" and has the duplicate index
+    ready without it, makes the map only after the app's first frame, and the map is fed
+    by the indexer from the moment it is made (never scanned here)."""
+    from core.workstation import Workstation
+
+    root, cache_dir = _first_launch(tmp_path)
+    path = cache_file(root, cache_dir)
+    monkeypatch.setattr(service, "WARM_AFTER_FRAME_S", 60.0)
+    monkeypatch.setattr(service, "EARLY_CHILD_SNAPSHOT_BYTES", 1)  # a tree a child indexes
+    first_frame = service.preload(root, path, map_after_frame=True)
+    station = Workstation(root)
+    svc = service.attach(station, cache_path=path)
+    try:
+        deadline = time.monotonic() + 60
+        while not svc.snapshot().dups_complete and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert svc.snapshot().dups_complete and station.dups_ready
+        assert station.context._repo_map is None and svc._repo_map is None  # not made before the frame
+        first_frame()
+        assert svc.wait(120), svc.snapshot()
+        made = station.context.repo_map
+        assert svc.repo_map is made and made._external  # fed by the indexer, not scanning here
+        assert svc.snapshot().map_checked
+        assert _renders(made) == _renders(RepoMap(root))
+    finally:
+        svc.stop()
