@@ -159,11 +159,11 @@ def warm_bodies(hunks: list, contexts: dict[str, tuple[list[str], list[str]]], w
     rebuild's worker thread (asyncio.to_thread: the app's context, so the same theme), so
     the UI thread's sync only assembles headers (40 new hunks took the UI thread 200-400 ms
     under load). `contexts` as DiffView.sync gets them. With the width the hunks' lines are
-    drawn at (HunkView.body_width), their wrapped height is measured here too: the layout
+    drawn at (DiffView.body_width), their wrapped height is measured here too: the layout
     pass after a sync measured each new hunk by wrapping all its lines (2-4 ms each, on the
-    UI thread); the content keeps the height for that width (default text rules, as a
-    HunkView has). The lines of hunks near the view's current one (or new ones while the
-    view holds only a few) are rendered as the view draws them (_prerender)."""
+    UI thread); the content keeps the height for that width (default text rules, as the
+    diff view measures with). The lines of hunks near the view's current one (or new ones while
+    the view holds only a few) are rendered as the view draws them (_prerender)."""
     near, known = _WINDOW
     for hunk in hunks:
         key = body_key(hunk, contexts.get(hunk.id, ([], [])))
@@ -196,7 +196,7 @@ def measure_height(content: Content, width: int) -> int:
 
 # A hunk's lines as the diff view draws them, rendered beside the highlighting: the first
 # paint of each hunk that scrolls into view rendered its ~15 lines on the UI thread (~1.5 ms,
-# most screen updates while an answer streams and a j/k moves through it). HunkView says how
+# most screen updates while an answer streams and a j/k moves through it). The diff view says how
 # it draws a hunk that is not current (set_strip_template: width, style, text rules) and
 # starts a new hunk from what warm_bodies rendered the same way (rendered_body).
 _TEMPLATE: tuple[int, Style, tuple] | None = None
@@ -212,7 +212,7 @@ _HEAD_LINES = 1  # a hunk's header lines above its body (a reason adds one: not 
 
 def set_strip_template(width: int, style: Style, rules: tuple) -> None:
     """How the diff view draws a hunk's lines now: width, base style and text rules
-    (text_align, text_overflow, text_wrap, line_pad, as HunkVisual keys them)."""
+    (text_align, text_overflow, text_wrap, line_pad, as the diff view keys them)."""
     global _TEMPLATE
     _TEMPLATE = (width, style, rules)
 
@@ -255,7 +255,7 @@ def _parse_style(style: str | Style) -> Style:
 
 
 def rendered_body(key: tuple) -> tuple[tuple, list[Strip]] | None:
-    """The body of `key` rendered by warm_bodies (HunkVisual's render key, strips), if it was."""
+    """The body of `key` rendered by warm_bodies (the diff view's render key, strips), if it was."""
     with _CONTENT_LOCK:
         return _STRIPS.get((key, _app_theme()))
 

@@ -202,7 +202,7 @@ class Block:
         self.head: Content | None = None  # a hunk's header lines (ending in a newline)
         self.body = Content("")
         self.body_key: tuple | None = None
-        self.key: tuple | None = None  # what a hunk was last shown from (HunkView.show's key)
+        self.key: tuple | None = None  # what a hunk was last shown from (sync's per-hunk key)
         self.strips: BodyStrips = BodyStrips(self.body)
         self.framed: dict[tuple, list[Strip]] = {}  # (width, current, epoch, part) -> lines
         self.height = 0  # lines at the view's width, the gap below included (0: not laid out)
@@ -649,7 +649,7 @@ class DiffView(ScrollView, can_focus=True):
             get_rule = self.styles.get_rule
             rules = (get_rule("text_align", "left"), get_rule("text_overflow", "fold"),
                      get_rule("text_wrap", "wrap"), get_rule("line_pad", 0))
-            render_key = (width, style, None, 1, *rules)  # HunkVisual's key (warm_bodies renders by it)
+            render_key = (width, style, None, 1, *rules)  # (the key warm_bodies renders by: _prerender)
             if not current:
                 set_strip_template(width, style, rules)
             body = block.body
