@@ -982,8 +982,11 @@ def _decorated_path(line: str) -> bool:
     `# a.py`, `File: a.py`): never the last line of a file's content; a bare `a.py` may be
     (a list of files), so it is not one."""
     s = line.strip()
-    path = clean_path(s)
-    return path is not None and s.removeprefix("./") != path
+    if clean_path(s) is None:
+        return False
+    wrapped = len(s) > 4 and (s[:2] == s[-2:] == "**" or s[0] == s[-1] == "`")
+    return wrapped or s.endswith(":") or s.startswith("#") \
+        or s.lower().startswith(("file:", "filename:", "path:"))
 
 
 def _prose_file(path: str) -> bool:

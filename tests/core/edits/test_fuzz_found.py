@@ -154,6 +154,12 @@ CASES = [
         # code block a whole file for a.py) an empty block after a path line, then prose
         f"a.py\n{F}python\n{F}\n{F}\nstray\n{F}\n", [], set(),
         id="empty-fence-after-a-path-line-then-a-code-block"),
+    pytest.param(
+        # (a guard: the first form of the path-line rule refused this real shape, three
+        # answers of the real-answers corpus) a .gitignore ending in a glob
+        f".gitignore\n{F}\n__pycache__/\n*.swp\n*.swo\n{F}\n",
+        [(".gitignore", "", "__pycache__/\n*.swp\n*.swo\n")], set(),
+        id="whole-gitignore-ending-in-a-glob"),
 ]
 
 
