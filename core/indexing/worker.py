@@ -128,6 +128,7 @@ class Indexer:
         self.scanless = False
         self._graph: MapGraph | None = None  # the map last sent to the app
         self._index: MapIndex | None = None  # the lookups map edits are made with (`_map_index`)
+        self._edits_over_cap = False  # the last batch had more than MAX_EDITS_PER_BATCH edits
         self.scanned: set[str] = set()  # files rescanned from events since the last stored snapshot
 
     def set_tree(self, files: list[str] | TreeState) -> None:
@@ -721,9 +722,9 @@ class Indexer:
             self._cache_units(read.rel, read.stat, read.units)
         if map_changed:
             spliced = self._map_deltas(rescanned) if spliceable else None
-            if spliced is None and spliceable and not self.facts_complete:
-                # scanless, and a file changed its names or came or went: an edit of the held
-                # map needs every file's references (who mentions a new name), not a build
+            if spliced is None and spliceable and not self.facts_complete and not self._edits_over_cap:
+                # scanless, and the cache could not make an edit (a file's scan missing there):
+                # with every scan loaded it can, still not a build
                 self._load_map_scans()
                 spliced = self._map_deltas(rescanned)
             if spliced is not None:  # a few kB to the app, which splices them into its map
@@ -788,6 +789,15 @@ class Indexer:
         graph = self._graph
         deltas: list[MapDelta | MapEdit] = []
         edits = 0
+        # more files that change their names (or come or go) than MAX_EDITS_PER_BATCH: one
+        # build, told before any edit is made (each costs the child 30-200 ms, the app ~25-50)
+        vocab = self._vocab()
+        self._edits_over_cap = graph is not None and sum(
+            1 for rel in dict.fromkeys(rescanned)
+            if (rel in self.facts or rel in graph.file_index)
+            and make_delta(graph, rel, self.facts.get(rel), vocab) is None) > MAX_EDITS_PER_BATCH
+        if self._edits_over_cap:
+            return None
         for rel in dict.fromkeys(rescanned):
             if graph is None or not graph.serial:
                 return None

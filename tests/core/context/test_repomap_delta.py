@@ -275,7 +275,7 @@ def test_the_indexer_sends_deltas_for_bodies_new_names_and_files(tmp_path, monke
     of the tree after each; more edits in one batch than MAX_EDITS_PER_BATCH: one build."""
     from bench.repo_gen import generate
     from core.context import repomap
-    from core.context.repomap_delta import MapDelta, MapEdit
+    from core.context.repomap_delta import MapDelta, MapEdit, MapIndex
     from core.indexing import worker
     from core.indexing.treestate import tree_state
 
@@ -320,11 +320,15 @@ def test_the_indexer_sends_deltas_for_bodies_new_names_and_files(tmp_path, monke
     assert [d.op for d in save((files[3], None))] == ["remove"]
     assert not builds
     monkeypatch.setattr(worker, "MAX_EDITS_PER_BATCH", 1)
+    updates: list[int] = []
+    real_update = MapIndex.update
+    monkeypatch.setattr(MapIndex, "update", lambda *a, **k: updates.append(1) or real_update(*a, **k))
     sent.clear()
     for k in (5, 6):
         (root / files[k]).write_text((root / files[k]).read_text() + f"\n\ndef zz_batch_{k}(x):\n    return x\n")
     ix.handle(("events", [(files[5], "modified"), (files[6], "modified")]))
     assert builds == [1] and [m[0] for m in sent if m[0].startswith("map")] == ["map"]
+    assert not updates  # (told before any edit is made)
     assert ix._graph is not None and _same(ix._graph, _fresh_graph(root, real_build))
 
 
