@@ -41,7 +41,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 HOLD_S = 0.05  # the longest a frame, a sync or a paint waits for queued keys (a dropped key too)
-NAVIGATION_ACTIONS = frozenset({"app.next_hunk", "app.prev_hunk"})
+# the review's keys the app runs in the key's own turn: j/k, and the keys to the prompt (i, Enter,
+# /: the letters typed right after them reached the app's bindings once the focus was already on
+# the prompt, and were dropped; _to_prompt moves the focus at once, so they are typed, in order)
+NAVIGATION_ACTIONS = frozenset({"app.next_hunk", "app.prev_hunk", "app.focus_prompt", "app.slash_prompt"})
 _clock = time.monotonic
 
 

@@ -265,3 +265,24 @@ async def test_escape_then_j_walks_the_review(demo_root, core_url):
         await pilot.pause(0.1)
         assert steps == [1, 1]
         assert app.query_one(PromptInput).value == "next"
+
+
+async def test_letters_after_the_key_to_the_prompt_are_typed(demo_root, core_url):
+    """In the review (hunks to decide), i or Enter then letters as one burst: the letters are
+    the prompt's, in order, and decide nothing. Before, they followed i to the diff, passed
+    it (hunk keys) and reached the app's bindings after the focus had moved: all four lost."""
+    for first in ("i", "enter"):
+        app = SparkApp(demo_root, core_url)
+        async with app.run_test(size=(140, 45)) as pilot:
+            await wait_for(pilot, lambda: app.client is not None, what="core connection")  # noqa: B023
+            await pilot.click("#prompt")
+            await pilot.press(*PROMPT, "enter")
+            await wait_for(pilot, lambda: app.answer is not None and app.settled  # noqa: B023
+                           and isinstance(app.focused, DiffView), what="the review")  # noqa: B023
+            for key in [first, *"xray"]:
+                app.post_message(_key(key))
+            prompt = app.query_one(PromptInput)
+            await wait_for(pilot, lambda: len(prompt.value) >= 4, timeout=3, what="the letters")  # noqa: B023
+            await pilot.pause(0.1)
+            assert prompt.value == "xray"
+            assert app.answer is not None and len(app.answer.open) == len(app.answer.hunks)
