@@ -518,6 +518,15 @@ class DiffView(ScrollView, can_focus=True):
     def _content_width(self) -> int:
         return max(1, self.scrollable_content_region.width - self._frame(Kind.HUNK, False).gutter)
 
+    def _width_of(self, kind: Kind) -> int:
+        """The width a block of `kind` lays its text out at: the view's content width less its
+        own frame (notes and prose have no border: one column more than a hunk's lines, as the
+        old view's Statics had)."""
+        width = self._width
+        if kind is Kind.HUNK or kind is Kind.PENDING or width <= 0:
+            return width
+        return max(1, width + self._frame(Kind.HUNK, False).gutter - self._frame(kind, False).gutter)
+
     def _relayout(self) -> None:
         """Heights of every block at the width now, and the tops and virtual size from them."""
         self._laid = self.scrollable_content_region.width
@@ -543,7 +552,7 @@ class DiffView(ScrollView, can_focus=True):
             return block.head_lines + measure_height(block.body, width) + 1
         if block.kind is Kind.PENDING:
             return -(-self._pending_lines // self.HEIGHT_STEP) * self.HEIGHT_STEP
-        return block.body.get_height(rules, width)
+        return block.body.get_height(rules, self._width_of(block.kind))
 
     def _place(self) -> None:
         """Tops of the blocks in order and the virtual size (a block's height measured when it
@@ -631,10 +640,10 @@ class DiffView(ScrollView, can_focus=True):
             return lines[at] if at < len(lines) else frame.blank(width)
         frame = self._frame(block.kind, False)
         lines = self._framed(block, frame, False, "body")
-        return lines[at] if at < len(lines) else frame.blank(width)
+        return lines[at] if at < len(lines) else frame.blank(self._width_of(block.kind))
 
     def _framed(self, block: Block, frame: Frame, current: bool, part: str) -> list[Strip]:
-        width = self._width
+        width = self._width_of(block.kind)
         key = (width, current, self._epoch, part)
         lines = block.framed.get(key)
         if lines is not None:
