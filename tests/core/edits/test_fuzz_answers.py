@@ -309,7 +309,9 @@ def model_answers(draw):
             parts.append(draw(st.sampled_from(PROSE)))
         parts.append(b.text)
         bs.append(b)
-        prev = b.intended[0] if b.intended else None
+        # (a block reuses the path of an edit block, not of a whole file: after a whole
+        # file a model names the file again)
+        prev = b.intended[0] if b.intended and not b.whole else None
     corrupt = draw(st.sampled_from(["none", "none", "none", "drop", "cut", "crlf", "dup",
                                     "stray", "mixed"]))
     if corrupt == "stray":  # a fence line lost its pair: between blocks or after a path
@@ -386,8 +388,8 @@ def _rstripped(text: str) -> str:
 def _substituted(old: str, search: str, replace: str) -> list[str] | None:
     """The file's lines with `search` replaced, when it stands there exactly once."""
     lines, s = old.splitlines(), search.splitlines()
-    if not s or not "".join(s).strip():
-        return None
+    if not s or not "".join(s).strip() or not s[0].strip() or not s[-1].strip():
+        return None  # (a run of blank lines at SEARCH's edge is one unit: _widen_runs)
     at = [i for i in range(len(lines)) if lines[i:i + len(s)] == s]
     return lines[:at[0]] + replace.splitlines() + lines[at[0] + len(s):] if len(at) == 1 \
         else None
