@@ -91,6 +91,13 @@ def make_hunks_tracked(path: str, old_text: str, new_text: str, origin: list[int
     b = new_text.splitlines(keepends=True)
     if len(origin) != len(b):
         return make_hunks(path, old_text, new_text)
+    if a and not a[-1].endswith("\n") and len(a) - 1 in origin:
+        # the old last line, which had no line end, may have got one (lines written
+        # after it): then it is a changed line, or applying the hunks runs it into the next
+        n = origin.index(len(a) - 1)
+        if b[n] != a[-1]:
+            origin = origin[:n] + [None] + origin[n + 1:]
+            spans = None
     hunks: list[Hunk] = []
     for first, end in [(0, len(origin))] if spans is None else spans:
         if first > 0:  # the line before the span is an original one: (i, j) after it

@@ -632,6 +632,7 @@ class StreamingParser:
                 self._block_error(b, f"SEARCH/REPLACE block for {b.path} (line "
                                      f"{b.start_line}) is malformed ({b.broken}); "
                                      f"not applied")
+                self._last_path = b.path  # a block after it with no path is its file's
                 return []
             self._last_path = b.path
             edit = Edit(b.path, _join(b.search), _join(b.replace), "search_replace")

@@ -160,6 +160,13 @@ CASES = [
         f".gitignore\n{F}\n__pycache__/\n*.swp\n*.swo\n{F}\n",
         [(".gitignore", "", "__pycache__/\n*.swp\n*.swo\n")], set(),
         id="whole-gitignore-ending-in-a-glob"),
+    pytest.param(
+        # a block that lost its ======= line is refused; the block after it with no path
+        # line is its file's (b.py), not the file of the block before (a.py)
+        "a.py\n<<<<<<< SEARCH\n=======\nx\n>>>>>>> REPLACE\n1. `b.py`\n<<<<<<< ORIGINAL\n"
+        "if a:\n>>>>>>> UPDATED\n<<<<<<< SEARCH\n    b()\n=======\n>>>>>>> REPLACE\n",
+        [("a.py", "", "x\n"), ("b.py", "    b()\n", "")], {"b.py"},
+        id="pathless-block-after-a-malformed-block"),
 ]
 
 
@@ -171,3 +178,25 @@ def test_fuzz_found_answer(answer: str, edits: list[tuple[str, str, str]],
         got = parser.feed(text) + parser.finish()
         assert [(e.path, e.search, e.replace) for e in got] == edits
         assert {e.path for e in parser.errors} == refused
+
+
+def test_lines_written_after_a_last_line_without_a_line_end_stay_lines(tmp_path) -> None:
+    """A diff adding lines after a file's last line, which has no line end (the hunk's
+    removed line is whitespace-only, so the engine keeps the file's line and inserts): the
+    proposal showed the lines apart, but its hunk joined the new lines onto that last line
+    ('z# note') and that is what was written (model-shaped soak, seed 51)."""
+    from core.edits.proposal import apply_proposal, build_proposal
+    from core.workspace.files import Workspace
+
+    answer = "~~~diff\n--- a/M\n+++ b/M\n@@ -3,1 +3,2 @@\n-\t\n+# note\n+return x\n~~~\n"
+    for k, old in enumerate(("y = 2\nfor i in r:\n\t", "y = 2\nfor i in r:\nz")):
+        root = tmp_path / str(k)
+        root.mkdir()
+        (root / "M").write_text(old)
+        ws = Workspace(root)
+        parser = StreamingParser(exists=ws.exists)
+        prop = build_proposal(ws, parser.feed(answer) + parser.finish())
+        res = apply_proposal(ws, prop, {h.id for h in prop.hunks}, commit=False)
+        assert res.written == ["M"]
+        assert (root / "M").read_text() == prop.file("M").new_text == \
+            old + "\n# note\nreturn x"
