@@ -61,6 +61,7 @@ from core.indexing.cache import (
     Stamp,
     cache_file,
     content_hash,
+    snapshot_file,
 )
 from core.indexing.pyfiles import python_files
 from core.indexing.treestate import TreeState, tree_state
@@ -236,9 +237,11 @@ class Indexer:
             if not self.stopped and self.known_key is None:
                 self.load_dups_snapshot()  # an unchanged tree: the duplicate index in < 1 s
             if not self.stopped:
-                from core.detectors.growth import count_tree_lines
+                from core.detectors.growth import LINES_SNAPSHOT, count_tree_lines_stored
 
-                self.send("growth", count_tree_lines(self.root, between=self.serve_pending))
+                # each file's count is kept beside the cache: an unchanged tree is a stat walk
+                store = snapshot_file(self.cache.path, LINES_SNAPSHOT) if self.cache is not None else None
+                self.send("growth", count_tree_lines_stored(self.root, store, between=self.serve_pending))
             if not self.stopped and not self.dups_complete:
                 self._release_map_scans()
                 self.build_dups()
