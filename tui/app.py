@@ -40,7 +40,7 @@ from core.verify.fixloop import FixRun
 from core.verify.session import VerifySession
 from core.workstation import ReviewSuperseded, Workstation
 from themes import DEFAULT_THEME, register_themes
-from tui.key_first import KeyFirstScreen, KeyQueue, navigation_binding, passes_key
+from tui.key_first import KeyFirstScreen, KeyQueue, QuietCollector, navigation_binding, passes_key
 from tui.key_frame import draw_now, take_refreshes
 from tui.palette import WorkstationCommands
 from tui.screens.help import HelpScreen
@@ -158,6 +158,7 @@ class SparkApp(App):
         self._numbers_due = False  # the answer's numbers changed since
         self._key_frame_due = False  # a j/k's frame is to be drawn (see _key_frame)
         self._keys = KeyQueue()  # keys posted and not yet handled (tui/key_first.py)
+        self._collector = QuietCollector()  # while streaming: the young generation at quiet ticks
         self._sync_held = False  # a mid-stream pass's draw waits for queued keys (_draw_pass)
         self._edge_shown = 0  # the status bar shows a j's (1) or k's (-1) edge note (_step_hunk)
         self._edge_timer: Timer | None = None  # takes the edge note away after EDGE_NOTE_S
@@ -924,6 +925,8 @@ class SparkApp(App):
 
     def _paint(self) -> None:
         """At most once per frame: the pending block and the live numbers of the answer shown."""
+        self._collector.streaming(self._stream is not None)
+        self._collector.tick(self._keys.waiting())
         if self._verify_dirty:
             self._verify_dirty = False
             self._show_verify()
@@ -1437,6 +1440,7 @@ class SparkApp(App):
 
     async def on_unmount(self) -> None:
         self._stop_watch.set()
+        self._collector.streaming(False)  # (an app closed while an answer streams)
         indexes = getattr(self.station, "indexes", None)
         if indexes is not None:
             indexes.stop()  # the indexer child exits and closes its cache cleanly

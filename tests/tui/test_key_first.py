@@ -455,3 +455,56 @@ async def test_a_key_from_the_drivers_thread_counts_as_queued_from_its_press(dem
         assert seen == [True], "queued from the press, before the loop ran it"
         await wait_for(pilot, lambda: app.query_one(DiffView).current == 1, what="the j handled")
         assert not app._keys.waiting(), "counted once: done when handled"
+
+
+def test_quiet_collector_collects_at_quiet_ticks_while_streaming():
+    import gc
+
+    from tui.key_first import QuietCollector
+
+    assert gc.isenabled()
+    collector = QuietCollector()
+    threshold = gc.get_threshold()[0]
+    junk: list = []
+    try:
+        collector.streaming(True)
+        assert not gc.isenabled(), "no collection where an allocation crosses the threshold"
+        collector.streaming(True)
+        junk.extend([[] for _ in range(threshold + 10)])  # young objects past the threshold
+        assert gc.get_count()[0] >= threshold
+        collector.tick(keys_waiting=True)
+        assert gc.get_count()[0] >= threshold, "a key is queued: not now"
+        collector.tick(keys_waiting=False)
+        assert gc.get_count()[0] < threshold, "collected at the quiet tick"
+        junk.extend([[] for _ in range(5 * threshold + 100)])
+        collector.tick(keys_waiting=True)
+        assert gc.get_count()[0] < threshold, "far past the threshold: collected even with a key queued"
+    finally:
+        collector.streaming(False)
+    assert gc.isenabled(), "the interpreter's own collection again"
+    collector.tick(keys_waiting=False)  # (off: nothing)
+    assert gc.isenabled()
+
+
+async def test_the_collection_is_the_interpreters_again_after_a_real_answer(demo_root, core_url, monkeypatch):
+    import gc
+
+    from tests.tui.test_answer_end import FIRST, _type_and_send
+
+    seen: list[tuple[bool, bool]] = []  # per paint: (streaming, the interpreter collects by itself)
+    paint = SparkApp._paint
+
+    def painted(self) -> None:
+        paint(self)
+        seen.append((self._stream is not None, gc.isenabled()))
+
+    monkeypatch.setattr(SparkApp, "_paint", painted)
+    app = SparkApp(demo_root, core_url)
+    async with app.run_test(size=(150, 44)) as pilot:
+        await wait_for(pilot, lambda: app.client is not None, what="core connection")
+        await _type_and_send(pilot, FIRST)
+        await wait_for(pilot, lambda: app.answer is not None and app.answer.finished and app.settled,
+                       what="the answer settled")
+        await wait_for(pilot, gc.isenabled, what="the interpreter's own collection")
+    assert (True, False) in seen, "while it streamed: collected at quiet ticks"
+    assert (True, True) not in seen
