@@ -90,7 +90,8 @@ def count_with_known(
                     if name not in EXCLUDED_DIRS and not name.startswith("."):
                         stack.append(rel)
                     continue
-                if entry.is_dir() or os.path.splitext(name)[1] not in SOURCE_SUFFIXES:
+                dot = name.rfind(".")  # Path(name).suffix, as the meter always read it
+                if not 0 < dot < len(name) - 1 or name[dot:] not in SOURCE_SUFFIXES or entry.is_dir():
                     continue  # (a link to a folder is not walked, as os.walk does not)
                 st = entry.stat()
             except OSError:
@@ -99,7 +100,9 @@ def count_with_known(
                 continue  # not a file (a fifo would block the read), or too big to be source
             ident = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
             old = known.get(rel)
-            if old is not None and old[:4] == ident:
+            # a stored row counts only if it is what this module writes (the store is checked
+            # as a whole when read, but a count is never taken on trust): else the file is read
+            if type(old) is tuple and len(old) == 5 and old[:4] == ident and type(old[4]) is int and old[4] >= 0:
                 lines = old[4]
             else:
                 try:
@@ -113,14 +116,8 @@ def count_with_known(
 
 
 def _valid(obj: object) -> dict[str, Entry]:
-    """The stored table if every row is well formed, else nothing (never half trusted)."""
-    if not isinstance(obj, dict):
-        return {}
-    for path, row in obj.items():
-        if not (isinstance(path, str) and isinstance(row, tuple) and len(row) == 5
-                and all(type(v) is int and v >= 0 for v in row)):
-            return {}
-    return obj
+    """The stored table if it is a dict, else nothing; each row is checked where it is used."""
+    return obj if isinstance(obj, dict) else {}
 
 
 def count_tree_lines_stored(

@@ -48,7 +48,7 @@ def reference_count(root: Path, max_bytes: int) -> int:
 
 
 NAMES = ["a.py", "b.md", "c.txt", "d.rs", "sub/e.py", "sub/f.yaml", "sub/deep/g.go", "node_modules/h.js",
-         ".hidden/i.py", "build/j.py", "k.bin", "sub/l.toml"]
+         ".hidden/i.py", "build/j.py", "k.bin", "sub/l.toml", "..py", "m.", "sub/.n.md"]
 CONTENT = st.one_of(
     st.lists(st.sampled_from([b"x = 1", b"", b"def f():", b"  return 2", b"\r"]), max_size=12)
     .map(lambda lines: b"\n".join(lines)),  # with or without a last newline
@@ -169,8 +169,9 @@ def test_a_damaged_foreign_or_ill_formed_store_is_ignored(tmp_path: Path) -> Non
                             (resolved, LINES_SNAPSHOT, b"line-counts-0")]:
         write_snapshot_file(store, root, name, key, lying)
         assert count_tree_lines_stored(tree, store) == 3
-    # ill-formed rows: the whole table is ignored
-    for table in [{"a.py": (*ident, -1)}, {"a.py": ident}, {"a.py": (*ident, "9")}, ["a.py"], {1: (*ident, 9)}]:
+    # ill-formed rows or tables: ignored
+    for table in [{"a.py": (*ident, -1)}, {"a.py": ident}, {"a.py": (*ident, "9")}, ["a.py"], {1: (*ident, 9)},
+                  {"a.py": [*ident, 9]}, {"a.py": (*ident, 9, 9)}, {"a.py": (*ident, True)}, {"a.py": {}}]:
         write_snapshot_file(store, resolved, LINES_SNAPSHOT, LINES_SCHEME, table)
         assert count_tree_lines_stored(tree, store) == 3
     # damaged bytes: the checksum refuses it
