@@ -191,3 +191,43 @@ def test_plain_count_is_the_stored_count_without_a_store(tmp_path: Path) -> None
     (tmp_path / "link.py").symlink_to(tmp_path / "missing.py")  # a dangling link: skipped
     os.mkfifo(tmp_path / "pipe.py")  # not a file: skipped (reading it would block)
     assert count_tree_lines(tmp_path) == count_tree_lines_stored(tmp_path, None) == 2
+
+
+def test_the_indexer_keeps_the_counts_and_a_second_launch_reads_no_file(tmp_path: Path, monkeypatch) -> None:
+    """The real indexer (thread mode, its own cache): the growth count it sends is the tree's,
+    the counts are stored beside its cache, and the next launch on the unchanged tree sends
+    the same count without reading a file."""
+    import threading
+
+    from bench.repo_gen import generate
+    from core.context.repomap import RepoMap
+    from core.indexing.cache import cache_file, snapshot_file
+    from core.indexing.service import IndexService
+
+    root = generate(tmp_path / "repo", 12, 3)
+    cache = cache_file(root, tmp_path / "cache")
+    monkeypatch.setattr(growth, "RACY_NS", 0)  # (as if the launch came RACY_NS after the writes)
+    time.sleep(0.02)
+
+    def launch() -> int:
+        got: list[int] = []
+        heard = threading.Event()
+        svc = IndexService(root, RepoMap(root), cache_path=cache, in_process=True)
+        svc.on_growth = lambda n: (got.append(n), heard.set())
+        svc.start()
+        try:
+            assert heard.wait(60)
+        finally:
+            svc.stop()
+        return got[0]
+
+    expected = reference_count(root, growth.MAX_FILE_BYTES)
+    assert launch() == expected
+    store = snapshot_file(cache, LINES_SNAPSHOT)
+    found = read_snapshot_file(store, str(root.resolve()), LINES_SNAPSHOT)
+    assert found is not None and len(found[1]) == len([p for p in root.rglob("*") if p.suffix in SOURCE_SUFFIXES])
+    reads: list[str] = []
+    real = growth._count_file
+    monkeypatch.setattr(growth, "_count_file", lambda full: reads.append(full) or real(full))
+    assert launch() == expected
+    assert reads == []
