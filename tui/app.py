@@ -1151,11 +1151,11 @@ class SparkApp(App):
         if run is None or not run.finished or not run.hunks or run.applied:
             return
 
-        def done(reason: str | None) -> None:
+        def done(reason: str | None) -> None:  # (as the screen goes: before the keys typed behind Enter)
             if reason is not None:
                 self._decide(False, reason=reason.strip() or None)
 
-        self.push_screen(ReasonScreen(), done)
+        self.push_screen(ReasonScreen(done))
 
     def action_ask_base(self) -> None:
         """Re-ask the current prompt on the deep profile (the answer to a sensitive-path flag)."""

@@ -45,7 +45,10 @@ HOLD_S = 0.05  # the longest a frame, a sync or a paint waits for queued keys (a
 # the review's keys the app runs in the key's own turn: j/k, and the keys to the prompt (i, Enter,
 # /: the letters typed right after them reached the app's bindings once the focus was already on
 # the prompt, and were dropped; _to_prompt moves the focus at once, so they are typed, in order)
-NAVIGATION_ACTIONS = frozenset({"app.next_hunk", "app.prev_hunk", "app.focus_prompt", "app.slash_prompt"})
+# and the keys that open a screen (x, ?: the next key the App reads goes to that screen, which
+# takes its keys in order: tui/screens/modal_keys.py)
+NAVIGATION_ACTIONS = frozenset({"app.next_hunk", "app.prev_hunk", "app.focus_prompt", "app.slash_prompt",
+                                "app.reject_with_reason", "app.help"})
 _clock = time.monotonic
 
 
