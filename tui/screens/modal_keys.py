@@ -109,10 +109,16 @@ class KeyTakingScreen(ModalScreen[ResultT], Generic[ResultT]):
         self._settle_posted = False
         await self.settle()
 
+    def _idle_here(self) -> bool:
+        """Nothing waits in this screen's queue but a _Settle (Textual's loop peeks the next
+        message while it dispatches one: two _Settles would pass the turn to each other forever)."""
+        return self.message_queue_size == 0 and (
+            self._pending_message is None or isinstance(self._pending_message, _Settle))
+
     def _idle(self) -> bool:
         """No key waits at the screen (nor, when closing, at its line)."""
         target = self.key_target()
-        return _idle_queue(self) and (not self.closing or target is None or _idle_queue(target))
+        return self._idle_here() and (not self.closing or target is None or _idle_queue(target))
 
     async def settle(self) -> None:
         """Close, or move the focus to the line, once no key is queued here; else look again
@@ -127,9 +133,18 @@ class KeyTakingScreen(ModalScreen[ResultT], Generic[ResultT]):
                 await self._finish()
             elif target is not None:
                 self.set_focus(target)  # at once (Widget.focus waits for a callback of the App's)
-        elif not self._settle_posted:
+        elif self._settle_posted:
+            return
+        elif not self._idle_here():  # behind this screen's own messages
             self._settle_posted = True
             self.post_message(_Settle())
+        else:  # the line's queue: its own loop runs it (a message posted here would not wait for
+            self._settle_posted = True  # it: this loop would spin and starve the line's)
+            self.set_timer(0.005, self._settle_again)
+
+    async def _settle_again(self) -> None:
+        self._settle_posted = False
+        await self.settle()
 
     async def _finish(self) -> None:
         app = self.app
