@@ -722,9 +722,14 @@ class StreamingParser:
                 and not self._hunk_full(f):
             fl = None  # " ```": a context line holding a fence, the hunk's counts want more
         if fl is not None and f.marker and _closes(f.marker, fl):
+            empty = not (f.hunks or f.emitted or f.old_path or f.new_path or f.git_old
+                         or f.loose)
             out = self._close_diff_file(f, complete=True, end=True)
             self._fence = None
             self._prev_line = ""
+            if empty:  # a stray ```diff: its "closing" line may open the next block's fence
+                self._prev2, self._prev_line = prev, line
+                self._lost_close, self._empty_named = True, None
             return out
         if f.marker and SEARCH_RE.match(line) and not (
                 f.hunks or f.old_path or f.new_path or f.git_old or f.emitted or f.loose):

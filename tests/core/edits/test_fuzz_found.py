@@ -167,6 +167,13 @@ CASES = [
         "if a:\n>>>>>>> UPDATED\n<<<<<<< SEARCH\n    b()\n=======\n>>>>>>> REPLACE\n",
         [("a.py", "", "x\n"), ("b.py", "    b()\n", "")], {"b.py"},
         id="pathless-block-after-a-malformed-block"),
+    pytest.param(
+        # a stray ```diff holding no diff, "closed" by the next block's ```` after its
+        # path line: the block went to the previous block's file (b.py)
+        f"# b.py\n<<<<<<< SEARCH\n=======\nq\n>>>>>>> REPLACE\n{F}diff\n1. `c.py`\n````\n"
+        "<<<<<<< SEARCH\ndef f():\n=======\n>>>>>>> REPLACE\n````\n",
+        [("b.py", "", "q\n"), ("c.py", "def f():\n", "")], set(),
+        id="path-then-fence-closing-a-stray-diff-fence"),
 ]
 
 
