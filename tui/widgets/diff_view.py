@@ -351,7 +351,7 @@ class DiffView(ScrollView, can_focus=True):
             return super().render_lines(crop)
         width, height = self.outer_size
         top, bottom = parts[4], parts[5]
-        scrolled = int(self.scroll_y)
+        scrolled = self.scroll_offset.y  # (rounded, as Textual repaints and scrolls by it)
         content = self.scrollable_content_region.width  # (asked once: each ask looks the view up)
         selection = self.text_selection
         rows = []
@@ -455,16 +455,16 @@ class DiffView(ScrollView, can_focus=True):
         the offsets: each segment's style made anew per place cost the line filters their cache
         (bench diff_view: CPU per key p50 7.3 -> 12-13 ms)."""
         line = self._content_line(y)
-        return line.apply_offsets(0, y + int(self.scroll_y))
+        return line.apply_offsets(0, y + self.scroll_offset.y)
 
     def _content_line(self, y: int, width: int | None = None, scrolled: int | None = None) -> Strip:
         """Line y of the view's content region: the line of the block it falls in, or blank
-        (`width`: the content region's, `scrolled`: int(scroll_y), when the caller has them)."""
+        (`width`: the content region's, `scrolled`: scroll_offset.y, when the caller has them)."""
         if width is None:
             width = self.scrollable_content_region.width
         if width != self._laid:
             self._relayout()
-        line = self._line(y + (int(self.scroll_y) if scrolled is None else scrolled))
+        line = self._line(y + (self.scroll_offset.y if scrolled is None else scrolled))
         if line is not None:
             return line
         blank = self._blank
@@ -597,7 +597,7 @@ class DiffView(ScrollView, can_focus=True):
         return (id(block), at, block.body_version, current, block.head_lines)
 
     def _visible(self) -> range:
-        top = int(self.scroll_y)
+        top = self.scroll_offset.y
         return range(top, top + self.scrollable_content_region.height)
 
     def _screen_before(self) -> list[tuple | None]:
