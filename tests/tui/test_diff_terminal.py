@@ -118,6 +118,11 @@ def test_the_diff_on_screen_is_a_fresh_paint_and_the_disk(tmp_path, tmux):
     time.sleep(1.6)  # the review-dwell guard lets a reader through
     _keys(tmux, "k", "k", "k", "k", "k")
     _assert_fresh(tmux, "settled, at the first hunk")
+    _keys(tmux, "End")  # an animated scroll to the very end (f378f0a: it stopped one line short)
+    time.sleep(1.5)
+    assert "▸ the model says: I'll add" in "\n".join(_settled(tmux)), tmux.screen()
+    # (no repaint check here: a resize changes how far the end is, the lines wrap otherwise)
+    _keys(tmux, "k")  # (at the first hunk: it is scrolled back into view)
     for key in ["j", "j", "k", "k", "a", "a"]:  # hunks 1 and 2 accepted (the import, the function)
         _keys(tmux, key)
         _assert_fresh(tmux, f"after {key}")
