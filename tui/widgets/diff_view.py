@@ -53,7 +53,7 @@ from tui.widgets.diff_render import (
     set_strip_template,
     set_view_window,
 )
-from tui.widgets.kept_lines import LineScrollBar
+from tui.widgets.kept_lines import line_scrollbar
 
 
 def _opaque(color: Color | None) -> bool:
@@ -303,12 +303,7 @@ class DiffView(ScrollView, can_focus=True):
     def vertical_scrollbar(self) -> ScrollBar:
         """The vertical scrollbar, a LineScrollBar (made as Widget.vertical_scrollbar makes one):
         a scroll repaints only the bar's lines that change."""
-        if self._vertical_scrollbar is None:
-            bar = self._vertical_scrollbar = LineScrollBar(vertical=True, name="vertical",
-                                                           thickness=self.scrollbar_size_vertical)
-            bar.display = False
-            self.app._start_widget(self, bar)
-        return self._vertical_scrollbar
+        return line_scrollbar(self)
 
     def notify_style_update(self) -> None:
         """Styles or the theme changed: blocks are framed (and hunks' lines rendered) anew."""

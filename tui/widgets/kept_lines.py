@@ -78,6 +78,17 @@ class LineScrollBar(ScrollBar):
         return super().refresh(*(Region(0, y, width, 1) for y in changed))
 
 
+def line_scrollbar(widget: Widget) -> ScrollBar:
+    """`widget`'s vertical scrollbar, made a LineScrollBar on first use (as
+    Widget.vertical_scrollbar makes Textual's own): for the views that override that property."""
+    if widget._vertical_scrollbar is None:
+        bar = widget._vertical_scrollbar = LineScrollBar(vertical=True, name="vertical",
+                                                         thickness=widget.scrollbar_size_vertical)
+        bar.display = False
+        widget.app._start_widget(widget, bar)
+    return widget._vertical_scrollbar
+
+
 class KeptLinesScroll(VerticalScroll):
     """A VerticalScroll whose own lines are kept while nothing they are drawn from changed,
     with a LineScrollBar."""
@@ -89,13 +100,8 @@ class KeptLinesScroll(VerticalScroll):
 
     @property
     def vertical_scrollbar(self) -> ScrollBar:
-        """The vertical scrollbar, a LineScrollBar (made as Widget.vertical_scrollbar makes one)."""
-        if self._vertical_scrollbar is None:
-            bar = self._vertical_scrollbar = LineScrollBar(vertical=True, name="vertical",
-                                                           thickness=self.scrollbar_size_vertical)
-            bar.display = False
-            self.app._start_widget(self, bar)
-        return self._vertical_scrollbar
+        """The vertical scrollbar, a LineScrollBar."""
+        return line_scrollbar(self)
 
     def _own_lines_key(self) -> tuple:
         """Everything the container's own lines (its border and the background under its
