@@ -10,20 +10,8 @@ filled the width wrapped.
 
 from __future__ import annotations
 
-from textual.app import App, ComposeResult
-from textual.geometry import Region
-
+from tests.tui.test_diff_view_scroll import Host, _rows
 from tui.widgets.diff_view import DiffView
-
-
-class Host(App):
-    def compose(self) -> ComposeResult:
-        yield DiffView()
-
-
-def _rows(view: DiffView) -> list[str]:
-    width, height = view.outer_size
-    return ["".join(seg.text for seg in row) for row in view.render_lines(Region(0, 0, width, height))]
 
 
 async def test_a_note_as_wide_as_the_view_stays_on_one_line() -> None:
