@@ -110,6 +110,19 @@ def blocks(draw, files: dict[str, str]):
     return Block(text, (path, s_txt, r_txt), exact)
 
 
+def _streamed(draw, files, bs, text, corrupt):
+    """The corruptions both generators share (cut short, CRLF line ends, the first block
+    repeated) applied to `text`, and the chunks the answer streams in: the case tuple."""
+    if corrupt == "cut":
+        text = text[:draw(st.integers(0, len(text)))]
+    elif corrupt == "crlf":
+        text = text.replace("\n", "\r\n")
+    elif corrupt == "dup":
+        text += bs[0].text
+    chunks = draw(st.lists(st.integers(1, 40), min_size=1, max_size=8))
+    return files, bs, text, corrupt, chunks
+
+
 @st.composite
 def answers(draw):
     files = draw(trees())
@@ -128,14 +141,7 @@ def answers(draw):
         if marks:
             del lines[draw(st.sampled_from(marks))]
         text = "\n".join(lines)
-    elif corrupt == "cut":
-        text = text[:draw(st.integers(0, len(text)))]
-    elif corrupt == "crlf":
-        text = text.replace("\n", "\r\n")
-    elif corrupt == "dup":
-        text += bs[0].text
-    chunks = draw(st.lists(st.integers(1, 40), min_size=1, max_size=8))
-    return files, bs, text, corrupt, chunks
+    return _streamed(draw, files, bs, text, corrupt)
 
 
 # -- answers shaped like real models write them ------------------------------------------
@@ -352,14 +358,7 @@ def model_answers(draw):
         lines = [ln + ("\r" if e and k < len(lines) - 1 else "")
                  for k, (ln, e) in enumerate(zip(lines, ends))]
     text = "\n".join(lines)
-    if corrupt == "cut":
-        text = text[:draw(st.integers(0, len(text)))]
-    elif corrupt == "crlf":
-        text = text.replace("\n", "\r\n")
-    elif corrupt == "dup":
-        text += bs[0].text
-    chunks = draw(st.lists(st.integers(1, 40), min_size=1, max_size=8))
-    return files, bs, text, corrupt, chunks
+    return _streamed(draw, files, bs, text, corrupt)
 
 
 def _snapshot(top: Path) -> dict[str, bytes]:
