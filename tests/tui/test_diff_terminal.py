@@ -13,13 +13,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from tests.tui.test_real_terminal import Tmux
+from tests.tui.test_real_terminal import _launch as launch_demo
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (make test installs it)")
 
@@ -35,22 +35,7 @@ def tmux(tmp_path):
 
 
 def _launch(tmux: Tmux, tmp_path: Path) -> Path:
-    demo = tmp_path / "demo"
-    env = {
-        "HOME": str(tmp_path / "home"),
-        "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
-        "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
-        "TERM": "xterm-256color",
-        "PATH": os.environ.get("PATH", ""),
-        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
-    }
-    command = "unset COLUMNS LINES; exec env " + " ".join(
-        [*(f"{k}={v!s}" for k, v in env.items()), sys.executable, "-m", "tui.cli", "demo", "--dir", str(demo)]
-    )
-    tmux("-f", "/dev/null", "new-session", "-d", "-s", tmux.name, "-x", str(WIDTH), "-y", str(HEIGHT), command)
-    tmux("resize-window", "-t", tmux.name, "-x", str(WIDTH), "-y", str(HEIGHT))
-    tmux.wait_for("core: connected", timeout=90)
-    return demo
+    return launch_demo(tmux, tmp_path, (WIDTH, HEIGHT), connect_timeout=90)
 
 
 def _keys(tmux: Tmux, *keys: str) -> None:

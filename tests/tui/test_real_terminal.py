@@ -47,7 +47,9 @@ def tmux(tmp_path):
     subprocess.run([*session.base, "kill-server"], capture_output=True)
 
 
-def _launch(tmux: Tmux, tmp_path: Path) -> Path:
+def _launch(tmux: Tmux, tmp_path: Path, size: tuple[int, int] = (160, 48),
+            connect_timeout: float = 30.0) -> Path:
+    """The demo in a fresh project under `tmp_path`, in a tmux pane of `size`, once connected."""
     demo = tmp_path / "demo"
     env = {
         "HOME": str(tmp_path / "home"),
@@ -61,9 +63,10 @@ def _launch(tmux: Tmux, tmp_path: Path) -> Path:
     command = "unset COLUMNS LINES; exec env " + " ".join(
         [*(f"{k}={v!s}" for k, v in env.items()), sys.executable, "-m", "tui.cli", "demo", "--dir", str(demo)]
     )
-    tmux("-f", "/dev/null", "new-session", "-d", "-s", tmux.name, "-x", "160", "-y", "48", command)
-    tmux("resize-window", "-t", tmux.name, "-x", "160", "-y", "48")
-    tmux.wait_for("core: connected")
+    width, height = str(size[0]), str(size[1])
+    tmux("-f", "/dev/null", "new-session", "-d", "-s", tmux.name, "-x", width, "-y", height, command)
+    tmux("resize-window", "-t", tmux.name, "-x", width, "-y", height)
+    tmux.wait_for("core: connected", timeout=connect_timeout)
     return demo
 
 
